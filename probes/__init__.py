@@ -1,0 +1,1 @@
+"""Read-only discovery of a host's I/O topology; `probe_host` runs every probe in order."""

@@ -1,0 +1,105 @@
+"""NUMA nodes: CPUs (`cpulist`, or `cpumap` on old kernels), local memory and distances.
+
+Reads: sys/devices/system/node/node*/{cpulist,cpumap,meminfo,distance},
+sys/devices/system/cpu/online, proc/meminfo.
+"""
+
+from __future__ import annotations
+
+import re
+
+from probes.hostfs import HostFS, read_cpulist, read_cpumask
+from tuner.topology import NumaNode
+
+NODE_DIR = "sys/devices/system/node"
+MACHINE_ID = "machine"
+_NODE_NAME = re.compile(r"node(\d+)$")
+_MEMTOTAL = re.compile(r"MemTotal:\s+(\d+)\s*kB")
+
+
+def numa_id(os_index: int) -> str:
+    """The tree id of NUMA node `os_index`."""
+    return f"numa:{os_index}"
+
+
+def online_cpus(fs: HostFS) -> tuple[int, ...]:
+    """CPUs the kernel has online (falls back to `present`, then to the cpuN directories)."""
+    for attr in ("online", "present"):
+        cpus = read_cpulist(fs, f"sys/devices/system/cpu/{attr}")
+        if cpus:
+            return cpus
+    found = [
+        int(name[3:])
+        for name in fs.listdir("sys/devices/system/cpu")
+        if name.startswith("cpu") and name[3:].isdigit()
+    ]
+    return tuple(sorted(found))
+
+
+def memtotal_bytes(fs: HostFS, rel: str) -> int | None:
+    """MemTotal from a meminfo file (the host's or a node's), in bytes."""
+    text = fs.read(rel)
+    if text is None:
+        return None
+    match = _MEMTOTAL.search(text)
+    if match is None:
+        fs.warn(f"{rel}: no MemTotal line")
+        return None
+    return int(match.group(1)) * 1024
+
+
+def probe_numa(fs: HostFS) -> list[NumaNode]:
+    """The machine's NUMA nodes; one node holding every CPU when the kernel shows none."""
+    indexes = sorted(
+        int(m.group(1)) for name in fs.listdir(NODE_DIR) if (m := _NODE_NAME.match(name))
+    )
+    nodes = [_read_node(fs, index, indexes) for index in indexes]
+    if not nodes:
+        return [_single_node(fs)]
+    claimed = [cpu for node in nodes for cpu in node.cpus]
+    if len(claimed) != len(set(claimed)):
+        # A buggy BIOS can make every node claim every CPU (hwloc merges them the same way).
+        fs.warn(
+            f"{NODE_DIR}: {len(nodes)} NUMA nodes claim the same CPUs; treating the machine as "
+            "one node"
+        )
+        return [_single_node(fs)]
+    return nodes
+
+
+def _read_node(fs: HostFS, index: int, all_indexes: list[int]) -> NumaNode:
+    base = f"{NODE_DIR}/node{index}"
+    cpus = read_cpulist(fs, f"{base}/cpulist")
+    if cpus is None:
+        cpus = read_cpumask(fs, f"{base}/cpumap", expected=True)
+    distances: tuple[int, ...] = ()
+    text = fs.read(f"{base}/distance")
+    if text is not None:
+        try:
+            distances = tuple(int(word) for word in text.split())
+        except ValueError:
+            fs.warn(f"{base}/distance: expected integers, got {text[:40]!r}")
+        if distances and len(distances) != len(all_indexes):
+            fs.warn(f"{base}/distance: {len(distances)} entries for {len(all_indexes)} nodes")
+            distances = ()
+    return NumaNode(
+        id=numa_id(index),
+        parent=MACHINE_ID,
+        name=f"node{index}",
+        os_index=index,
+        cpus=cpus or (),
+        memory_bytes=memtotal_bytes(fs, f"{base}/meminfo"),
+        distances=distances,
+    )
+
+
+def _single_node(fs: HostFS) -> NumaNode:
+    return NumaNode(
+        id=numa_id(0),
+        parent=MACHINE_ID,
+        name="node0",
+        os_index=0,
+        cpus=online_cpus(fs),
+        memory_bytes=memtotal_bytes(fs, "proc/meminfo"),
+        distances=(10,),
+    )

@@ -1,0 +1,42 @@
+"""Shared fixtures: a fresh fixture tree per test, and the hwloc dumps shipped in ../shared."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.sysfs_tree import SysTree
+
+REPO = Path(__file__).resolve().parents[1]
+HWLOC_FIXTURES = REPO.parent / "shared" / "fixtures" / "hwloc"
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> SysTree:
+    """An empty root to fill with sysfs/procfs files for one test."""
+    return SysTree(tmp_path / "root")
+
+
+HWLOC_DUMPS = sorted(p.name.removesuffix(".tar.bz2") for p in HWLOC_FIXTURES.glob("*.tar.bz2"))
+
+
+@pytest.fixture(scope="session")
+def hwloc_root(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """A function: dump name (as in HWLOC_DUMPS) -> the extracted root directory to probe."""
+    import tarfile
+
+    base = tmp_path_factory.mktemp("hwloc")
+    extracted: dict[str, Path] = {}
+
+    def root_of(name: str) -> Path:
+        if name not in extracted:
+            dest = base / name
+            dest.mkdir()
+            with tarfile.open(HWLOC_FIXTURES / f"{name}.tar.bz2") as tar:
+                tar.extractall(dest, filter="tar")
+            (top,) = [p for p in dest.iterdir() if p.is_dir()]
+            extracted[name] = top
+        return extracted[name]
+
+    return root_of
