@@ -1,0 +1,49 @@
+"""The `iotuner` command line: one typer app; each command lives in `tuner/commands/`."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+
+from tuner import __version__
+from tuner.commands import probe
+from tuner.errors import IotunerError
+
+app = typer.Typer(
+    name="iotuner",
+    help="Bring a Linux host's real I/O throughput close to what its hardware can deliver.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="rich",
+)
+app.command(name="probe")(probe.probe)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"iotuner {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", help="Print the version and exit.", callback=_version, is_eager=True
+    ),
+) -> None:
+    """Exit codes: 0 ok, 1 findings or failure, 2 bad input."""
+
+
+def main() -> None:
+    """Console-script entry point: run the app, turning iotuner's errors into one line."""
+    try:
+        app()
+    except IotunerError as err:
+        Console(stderr=True).print(f"[bold red]iotuner:[/] {err}", highlight=False, soft_wrap=True)
+        sys.exit(err.exit_code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""One module per `iotuner` command; each holds the typer function and its output."""

@@ -1,0 +1,100 @@
+"""`iotuner probe`: show the host's I/O topology as a tree, as JSON, or capture it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import ExitStack
+from enum import Enum
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from probes.gather import extract_capture, is_capture, write_capture
+from probes.host import probe_host
+from probes.hostfs import HostFS
+from tuner.errors import BadInput
+from tuner.topology import Topology
+from tuner.topology_json import to_document
+from tuner.topology_view import render_topology
+
+
+class Section(str, Enum):
+    """The parts of the topology `--section` can show alone."""
+
+    pci = "pci"
+    storage = "storage"
+    net = "net"
+    irq = "irq"
+    numa = "numa"
+
+
+# Which flat lists of the JSON document belong to each section.
+SECTION_KEYS = {
+    Section.pci: ("pci_devices",),
+    Section.storage: ("block_devices", "mounts", "filesystems", "edges"),
+    Section.net: ("net_devices", "tcp"),
+    Section.irq: ("irqs",),
+    Section.numa: ("numa_nodes", "cpu"),
+}
+
+
+def probe(
+    root: Path = typer.Option(
+        Path("/"), "--root", help="Root to probe: a directory, or a capture made by --gather."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the topology as a JSON document."),
+    section: Section | None = typer.Option(None, "--section", help="Show only this part."),
+    gather: Path | None = typer.Option(
+        None, "--gather", help="Write what the probes read to this .tar.xz, for --root or a bug report."
+    ),
+) -> None:
+    """Discover PCI links, controllers, disks, storage stacks, NICs, IRQs and NUMA layout.
+
+    Read-only. Unreadable or malformed attributes are listed as warnings; the exit code is 0
+    even then, and 2 when --root is not a directory or a capture.
+    """
+    with ExitStack() as stack:
+        fs = HostFS(open_root(root, stack))
+        topology = probe_host(fs)
+        if gather is not None:
+            _gather(fs, topology, gather)
+            return
+        if as_json:
+            doc = to_document(topology)
+            if section is not None:
+                keep = ("schema_version", "root", *SECTION_KEYS[section], "warnings")
+                doc = {key: doc[key] for key in keep}
+            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+            return
+        console = Console()
+        console.print(render_topology(topology, section.value if section else None))
+        for warning in topology.warnings:
+            console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+
+
+def open_root(root: Path, stack: ExitStack) -> Path:
+    """The directory to probe for `--root`: as given, or a capture unpacked for this run."""
+    if root.is_dir():
+        return root
+    if is_capture(root):
+        try:
+            top, holder = extract_capture(root)
+        except ValueError as err:
+            raise BadInput(str(err)) from None
+        stack.callback(holder.cleanup)
+        return top
+    if not root.exists():
+        raise BadInput(f"--root {root}: no such directory")
+    raise BadInput(f"--root {root}: not a directory or a capture archive")
+
+
+def _gather(fs: HostFS, topology: Topology, out: Path) -> None:
+    if not out.name.endswith((".tar.xz", ".txz")):
+        raise BadInput(f"--gather {out}: the capture is written as .tar.xz; name it so")
+    if not out.parent.is_dir():
+        raise BadInput(f"--gather {out}: directory {out.parent} does not exist")
+    host = topology.nodes[0].name if topology.nodes else "host"
+    count = write_capture(fs, out, f"iotuner-capture-{host}")
+    Console(stderr=True).print(f"captured {count} paths into {out}", highlight=False)

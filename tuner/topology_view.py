@@ -1,0 +1,282 @@
+"""The `iotuner probe` tree, in the spirit of lstopo: NUMA nodes, then the PCI tree down to disks
+and NICs with link speeds and where each device's interrupts land."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from probes.pci import pci_class_name
+from tuner.topology import (
+    BlockDevice,
+    Irq,
+    Machine,
+    NetDevice,
+    Node,
+    NumaNode,
+    PciFunction,
+    PciHostBridge,
+    StoragePort,
+    Topology,
+)
+from tuner.units import cpulist, human_bytes, human_rate
+
+_SECTIONS = ("numa", "pci", "storage", "net", "irq")
+
+
+def render_topology(topology: Topology, section: str | None = None) -> RenderableType:
+    """A rich renderable of the whole topology, or of one section of it."""
+    parts: list[RenderableType] = []
+    machine = next(iter(topology.of_type(Machine)), None)
+    title = Text.assemble(("Machine ", "bold"), machine.name if machine else "?")
+    if machine and machine.memory_bytes:
+        title.append(f"  {human_bytes(machine.memory_bytes)}")
+    if topology.cpu.online:
+        title.append(f"  {len(topology.cpu.online)} CPUs")
+    root = Tree(title)
+    show = set(_SECTIONS) if section is None else {section}
+    if "numa" in show:
+        _numa_branch(root, topology)
+    if show & {"pci", "storage", "net"}:
+        keep = _pci_filter(topology, section)
+        for bridge in topology.of_type(PciHostBridge):
+            if any(keep(n) for n in _descendants(topology, bridge.id)):
+                branch = root.add(Text(f"PCI {bridge.domain}:{bridge.bus}", style="bold cyan"))
+                _pci_children(branch, topology, bridge.id, keep, section)
+    if show & {"storage"} or section is None:
+        _virtual_block(root, topology)
+    if show & {"net"} or section is None:
+        _virtual_net(root, topology)
+    parts.append(root)
+    if "net" in show:
+        parts.append(_tcp_table(topology))
+    if section == "irq":
+        parts.append(_irq_table(topology))
+    if section == "storage" and topology.mounts:
+        parts.append(_mount_table(topology))
+    return Group(*parts)
+
+
+# -- NUMA ------------------------------------------------------------------------------------
+
+
+def _numa_branch(root: Tree, topology: Topology) -> None:
+    for node in topology.of_type(NumaNode):
+        label = Text.assemble(
+            (f"NUMA node {node.os_index}", "bold green"), f"  CPUs {cpulist(node.cpus)}"
+        )
+        if node.memory_bytes:
+            label.append(f"  {human_bytes(node.memory_bytes)}")
+        if len(node.distances) > 1:
+            label.append(f"  distances {' '.join(map(str, node.distances))}", style="dim")
+        root.add(label)
+    cpu = topology.cpu
+    if cpu.model_name or cpu.governors:
+        label = Text(f"CPU {cpu.model_name or '?'}", style="dim")
+        if cpu.governors:
+            label.append(f"  governor {cpu.governor or 'mixed'}")
+        root.add(label)
+
+
+# -- PCI tree --------------------------------------------------------------------------------
+
+
+def _descendants(topology: Topology, node_id: str) -> list[Node]:
+    found: list[Node] = []
+    stack = list(topology.children(node_id))
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(topology.children(node.id))
+    return found
+
+
+def _pci_filter(topology: Topology, section: str | None) -> Callable[[Node], bool]:
+    """Which nodes make a PCI branch worth showing in this section (lstopo's 'important' idea)."""
+
+    def keep(node: Node) -> bool:
+        if section == "pci":
+            return isinstance(node, PciFunction)
+        if section == "storage":
+            return isinstance(node, BlockDevice) or (
+                isinstance(node, PciFunction) and node.is_storage_controller
+            )
+        if section == "net":
+            return isinstance(node, NetDevice) or (
+                isinstance(node, PciFunction) and node.is_network_controller
+            )
+        return isinstance(node, (BlockDevice, NetDevice)) or (
+            isinstance(node, PciFunction) and (node.is_storage_controller or node.is_network_controller)
+        )
+
+    return keep
+
+
+def _pci_children(
+    branch: Tree, topology: Topology, parent: str, keep: Callable[[Node], bool], section: str | None
+) -> None:
+    for node in topology.children(parent):
+        if isinstance(node, BlockDevice) and node.partition is not None and section != "storage":
+            continue
+        if not keep(node) and not any(keep(n) for n in _descendants(topology, node.id)):
+            continue
+        sub = branch.add(_label(topology, node))
+        if isinstance(node, PciFunction) and section in (None, "irq"):
+            irq_line = _irq_summary(topology.irqs_of(node.address))
+            if irq_line is not None:
+                sub.add(irq_line)
+        _pci_children(sub, topology, node.id, keep, section)
+
+
+def _label(topology: Topology, node: Node) -> Text:
+    if isinstance(node, PciFunction):
+        return _pci_label(topology, node)
+    if isinstance(node, StoragePort):
+        return Text(f"{node.name} ({node.kind.replace('_', ' ')})", style="dim")
+    if isinstance(node, BlockDevice):
+        return _block_label(topology, node)
+    if isinstance(node, NetDevice):
+        return _net_label(node)
+    return Text(node.name)
+
+
+def _pci_label(topology: Topology, fn: PciFunction) -> Text:
+    kind = pci_class_name(fn.class_code) if fn.class_code is not None else "?"
+    style = "bold" if fn.is_storage_controller or fn.is_network_controller else ""
+    label = Text.assemble((fn.address, "cyan"), " ", (kind, style))
+    ids = f" [{fn.vendor_id or 0:04x}:{fn.device_id or 0:04x}]"
+    label.append(ids, style="dim")
+    if fn.vendor_name or fn.device_name:
+        label.append(f" {fn.vendor_name or ''} {fn.device_name or ''}".rstrip())
+    if fn.driver:
+        label.append(f"  driver {fn.driver}", style="dim")
+    link = fn.link
+    if link is not None and link.width:
+        text = f"  x{link.width} {link.speed_gts or '?'} GT/s = {human_rate(link.usable_mbps)}"
+        if link.downtrained:
+            text += f" (capable x{link.max_width} {link.max_speed_gts} GT/s)"
+            label.append(text, style="bold yellow")
+        else:
+            label.append(text, style="magenta")
+    numa = topology.numa_node_of(fn.id)
+    if numa is not None and len(topology.of_type(NumaNode)) > 1:
+        label.append(f"  node {numa}", style="green")
+    return label
+
+
+def _block_label(topology: Topology, dev: BlockDevice) -> Text:
+    label = Text.assemble((dev.name, "bold"), f"  {human_bytes(dev.size_bytes)}")
+    if dev.rotational is not None:
+        label.append("  HDD" if dev.rotational else "  SSD")
+    if dev.model:
+        label.append(f"  {dev.model}", style="dim")
+    queue = dev.queue
+    if queue is not None:
+        label.append(
+            f"  sched {queue.scheduler or '?'} ra {queue.read_ahead_kb}K nr {queue.nr_requests}"
+            f" max {queue.max_sectors_kb}K",
+            style="blue",
+        )
+    if dev.partition is not None and dev.partition.start_bytes is not None:
+        label.append(f"  starts at {dev.partition.start_bytes} B")
+    lower = topology.lower_devices(dev.name)
+    if lower and dev.partition is None:
+        label.append(f"  on {', '.join(lower)}", style="yellow")
+    mount = topology.mount_of(dev.name)
+    if mount is not None:
+        label.append(f"  {mount.fstype} {mount.mountpoint}", style="green")
+    return label
+
+
+def _net_label(nic: NetDevice) -> Text:
+    label = Text.assemble((nic.name, "bold"), f"  mtu {nic.mtu or '?'}")
+    if nic.speed_mbps:
+        label.append(f"  {nic.speed_mbps} Mb/s")
+    if nic.rx_queues or nic.tx_queues:
+        label.append(f"  queues rx {nic.rx_queues} tx {nic.tx_queues}", style="dim")
+    if nic.driver:
+        label.append(f"  driver {nic.driver}", style="dim")
+    return label
+
+
+def _irq_summary(irqs: list[Irq]) -> Text | None:
+    if not irqs:
+        return None
+    landed: set[int] = set()
+    for irq in irqs:
+        busy = {cpu for cpu, count in enumerate(irq.counts) if count}
+        landed |= busy or set(irq.cpus)
+    where = f"CPU {cpulist(landed)}" if landed else "CPUs unknown"
+    return Text(f"IRQs {cpulist(i.irq for i in irqs)} -> {where}", style="dim italic")
+
+
+# -- devices outside the PCI tree ------------------------------------------------------------
+
+
+def _virtual_block(root: Tree, topology: Topology) -> None:
+    virtual = [
+        d
+        for d in topology.of_type(BlockDevice)
+        if topology.pci_function_of(d.id) is None and d.partition is None
+    ]
+    if virtual:
+        branch = root.add(Text("Virtual block devices", style="bold cyan"))
+        for dev in virtual:
+            branch.add(_block_label(topology, dev))
+
+
+def _virtual_net(root: Tree, topology: Topology) -> None:
+    virtual = [n for n in topology.of_type(NetDevice) if topology.pci_function_of(n.id) is None]
+    if virtual:
+        branch = root.add(Text("Virtual network interfaces", style="bold cyan"))
+        for nic in virtual:
+            branch.add(_net_label(nic))
+
+
+def _tcp_table(topology: Topology) -> Table:
+    tcp = topology.tcp
+    table = Table(title="TCP", show_header=False, title_justify="left")
+
+    def triple(value: tuple[int, ...] | None) -> str:
+        return " ".join(map(str, value)) if value else "?"
+
+    table.add_row("tcp_rmem", triple(tcp.tcp_rmem))
+    table.add_row("tcp_wmem", triple(tcp.tcp_wmem))
+    table.add_row("rmem_max", str(tcp.rmem_max))
+    table.add_row("wmem_max", str(tcp.wmem_max))
+    table.add_row(
+        "congestion control",
+        f"{tcp.congestion_control} (available: {' '.join(tcp.available_congestion_control)})",
+    )
+    return table
+
+
+def _irq_table(topology: Topology) -> Table:
+    table = Table(title="Interrupts", title_justify="left")
+    for column in ("IRQ", "name", "device", "affinity", "effective", "counts by CPU"):
+        table.add_column(column)
+    for irq in topology.irqs:
+        counts = " ".join(f"{cpu}:{n}" for cpu, n in enumerate(irq.counts) if n)
+        table.add_row(
+            str(irq.irq),
+            irq.name,
+            irq.device or "",
+            cpulist(irq.affinity),
+            cpulist(irq.effective_affinity),
+            counts,
+        )
+    return table
+
+
+def _mount_table(topology: Topology) -> Table:
+    table = Table(title="Mounts of block devices", title_justify="left")
+    for column in ("device", "mountpoint", "type", "options"):
+        table.add_column(column)
+    for mount in topology.mounts:
+        if mount.kname is not None:
+            table.add_row(mount.kname, mount.mountpoint, mount.fstype, ",".join(mount.options))
+    return table
