@@ -24,7 +24,7 @@ HWLOC_DUMPS = sorted(p.name.removesuffix(".tar.bz2") for p in HWLOC_FIXTURES.glo
 @pytest.fixture(scope="session")
 def hwloc_root(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """A function: dump name (as in HWLOC_DUMPS) -> the extracted root directory to probe."""
-    import tarfile
+    import subprocess
 
     base = tmp_path_factory.mktemp("hwloc")
     extracted: dict[str, Path] = {}
@@ -33,8 +33,9 @@ def hwloc_root(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unt
         if name not in extracted:
             dest = base / name
             dest.mkdir()
-            with tarfile.open(HWLOC_FIXTURES / f"{name}.tar.bz2") as tar:
-                tar.extractall(dest, filter="tar")
+            # GNU tar unpacks these 30,000-file dumps several times faster than tarfile.
+            archive = HWLOC_FIXTURES / f"{name}.tar.bz2"
+            subprocess.run(["tar", "-xjf", str(archive), "-C", str(dest)], check=True)
             (top,) = [p for p in dest.iterdir() if p.is_dir()]
             extracted[name] = top
         return extracted[name]
