@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 _MAX_LINK_HOPS = 40
 
@@ -24,9 +24,10 @@ class HostFS:
 
     def __init__(self, root: str | Path = "/") -> None:
         self.root = Path(root)
+        self._root_str = str(self.root).rstrip("/")
         self.warnings: list[str] = []
         self.touched: set[str] = set()
-        self._real: dict[str, str | None] = {}
+        self._real: dict[str, str | None] = {}  # resolved prefixes, see _step
 
     @property
     def is_live(self) -> bool:
@@ -38,51 +39,52 @@ class HostFS:
         if message not in self.warnings:
             self.warnings.append(message)
 
-    def _abs(self, rel: str) -> Path:
-        return self.root / rel.lstrip("/")
+    def _abs(self, rel: str) -> str:
+        return f"{self._root_str}/{rel.lstrip('/')}"
 
     # -- path resolution -------------------------------------------------------------------
 
     def realpath(self, rel: str) -> str | None:
         """Resolve every link in `rel` inside the root; None for a dangling or looping path."""
-        rel = rel.strip("/")
-        if rel in self._real:
-            return self._real[rel]
-        resolved = self._resolve(rel)
-        self._real[rel] = resolved
-        return resolved
-
-    def _resolve(self, rel: str) -> str | None:
-        parts = list(PurePosixPath(rel).parts)
-        done: list[str] = []
-        hops = 0
-        while parts:
-            part = parts.pop(0)
-            if part in ("", "."):
-                continue
-            if part == "..":
-                if done:
-                    done.pop()
-                continue
-            current = "/".join([*done, part])
-            self.touched.add(current)
-            try:
-                st = os.lstat(self._abs(current))
-            except OSError:
+        real: str | None = ""
+        for part in rel.split("/"):
+            if real is None:
                 return None
-            if stat.S_ISLNK(st.st_mode):
-                hops += 1
-                if hops > _MAX_LINK_HOPS:
-                    return None
-                target = os.readlink(self._abs(current))
-                if target.startswith("/"):
-                    done = []
-                parts = list(PurePosixPath(target).parts) + parts
-                if target.startswith("/"):
-                    parts = parts[1:]
-            else:
-                done.append(part)
-        return "/".join(done)
+            real = self._step(real, part, 0)
+        return real
+
+    def _step(self, base: str, name: str, hops: int) -> str | None:
+        """Resolve one component below `base`, itself already free of links.
+
+        Each distinct prefix is looked at once per run: sysfs paths share long prefixes, and
+        re-resolving them on every attribute read dominated the probe's time.
+        """
+        if name in ("", "."):
+            return base
+        if name == "..":
+            return base.rpartition("/")[0]
+        key = f"{base}/{name}" if base else name
+        if key in self._real:
+            return self._real[key]
+        if hops > _MAX_LINK_HOPS:
+            return None
+        self.touched.add(key)
+        try:
+            st = os.lstat(f"{self._root_str}/{key}")
+        except OSError:
+            self._real[key] = None
+            return None
+        result: str | None = key
+        if stat.S_ISLNK(st.st_mode):
+            target = os.readlink(f"{self._root_str}/{key}")
+            # An absolute target names the captured machine's own root: re-root it here.
+            result = "" if target.startswith("/") else base
+            for part in target.split("/"):
+                if result is None:
+                    break
+                result = self._step(result, part, hops + 1)
+        self._real[key] = result
+        return result
 
     def readlink(self, rel: str) -> str | None:
         """The raw target of a link, or None when `rel` is not a link."""
@@ -98,7 +100,7 @@ class HostFS:
         target = self.realpath(rel)
         if target is None:
             return None
-        return PurePosixPath(target).name
+        return target.rpartition("/")[2]
 
     # -- directories -----------------------------------------------------------------------
 
@@ -109,7 +111,7 @@ class HostFS:
     def is_dir(self, rel: str) -> bool:
         """True when `rel` resolves to a directory."""
         real = self.realpath(rel)
-        return real is not None and self._abs(real).is_dir()
+        return real is not None and os.path.isdir(self._abs(real))
 
     def listdir(self, rel: str) -> list[str]:
         """Sorted entries of a directory; empty when it is missing or unreadable."""

@@ -1,0 +1,238 @@
+"""PCI: host bridges and functions, nested as sysfs nests them, with ids, locality and link.
+
+A function's parent is the bridge function just above it in its resolved sysfs path, or its
+host bridge (`sys/devices/pciDDDD:BB`). A host bridge nested below a function (Intel VMD,
+whose domain 10000 and up sits behind an endpoint) hangs from that function.
+
+Reads: sys/bus/pci/devices/* (links; sys/devices/pci*/ walked when that is missing), and per
+function: vendor, device, subsystem_vendor, subsystem_device, class, driver (link), numa_node,
+local_cpulist (local_cpus), irq, msi_irqs/, current_link_speed, current_link_width,
+max_link_speed, max_link_width. Names come from pci.ids (see probes.pciids).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import PurePosixPath
+from typing import TypeVar
+
+from probes.devpath import PCI_ROOT, is_pci_address
+from probes.hostfs import HostFS, read_cpulist, read_cpumask
+from probes.ids import MACHINE_ID, pci_bus_id, pci_id
+from probes.pciids import PciIds, find_pci_ids
+from probes.pciids import pci_class_name as pci_class_name
+from tuner.topology import Node, PciFunction, PciHostBridge, PciLink
+
+__all__ = ["parse_link_speed", "parse_link_width", "pci_class_name", "probe_pci"]
+
+BUS_DIR = "sys/bus/pci/devices"
+DEVICES_DIR = "sys/devices"
+LINK_ATTRS = ("current_link_speed", "current_link_width", "max_link_speed", "max_link_width")
+_SPEED = re.compile(r"^(\d+(?:\.\d+)?)\s*GT/s\b")
+_WIDTHS = frozenset((1, 2, 4, 8, 12, 16, 32))
+T = TypeVar("T")
+
+
+def probe_pci(fs: HostFS) -> list[Node]:
+    """Every PCI host bridge that has functions, then every function, each bridge before its own."""
+    paths = _function_paths(fs)
+    ids = find_pci_ids(fs) if paths else None
+    bridges: dict[str, PciHostBridge] = {}
+    functions: list[Node] = []
+    for real in paths:
+        parts = real.split("/")
+        root = _host_bridge(parts)
+        if root is not None and root[0] not in bridges:
+            bridges[root[0]] = root[1]
+        functions.append(_read_function(fs, real, _parent_id(parts[:-1]), ids))
+    return [*bridges.values(), *functions]
+
+
+# -- finding the functions --------------------------------------------------------------------
+
+
+def _function_paths(fs: HostFS) -> list[str]:
+    """Resolved sysfs paths of every PCI function, sorted so a bridge comes before what it holds."""
+    found: set[str] = set()
+    if fs.is_dir(BUS_DIR):
+        for name in fs.listdir(BUS_DIR):
+            link = f"{BUS_DIR}/{name}"
+            real = fs.realpath(link)
+            if real is None:
+                fs.warn(f"{link}: dangling link; function skipped")
+            elif not is_pci_address(PurePosixPath(real).name):
+                fs.warn(f"{link}: points to {real}, not a PCI function; skipped")
+            else:
+                found.add(real)
+    else:
+        for name in fs.listdir(DEVICES_DIR):
+            if PCI_ROOT.match(name):
+                _walk(fs, f"{DEVICES_DIR}/{name}", found)
+    return sorted(found, key=lambda path: path.split("/"))
+
+
+def _walk(fs: HostFS, rel: str, found: set[str]) -> None:
+    """Collect PCI functions below `rel`, descending only into real function and root dirs."""
+    for name in fs.listdir(rel):
+        if not (is_pci_address(name) or PCI_ROOT.match(name)):
+            continue
+        child = f"{rel}/{name}"
+        # A link here would lead elsewhere in the tree (or round in a loop): not a child.
+        if fs.realpath(child) != child or not fs.is_dir(child):
+            continue
+        if is_pci_address(name):
+            found.add(child)
+        _walk(fs, child, found)
+
+
+def _parent_id(parts: list[str]) -> str:
+    """The id of the nearest PCI function or host bridge among path components."""
+    for part in reversed(parts):
+        if is_pci_address(part):
+            return pci_id(part)
+        match = PCI_ROOT.match(part)
+        if match:
+            return pci_bus_id(match.group(1), match.group(2))
+    return MACHINE_ID
+
+
+def _host_bridge(parts: list[str]) -> tuple[str, PciHostBridge] | None:
+    """The innermost host bridge on a function's path, keyed by its own path."""
+    for index in range(len(parts) - 1, -1, -1):
+        match = PCI_ROOT.match(parts[index])
+        if match:
+            domain, bus = match.group(1), match.group(2)
+            bridge = PciHostBridge(
+                id=pci_bus_id(domain, bus),
+                parent=_parent_id(parts[:index]),
+                name=parts[index],
+                domain=domain,
+                bus=bus,
+            )
+            return "/".join(parts[: index + 1]), bridge
+    return None
+
+
+# -- one function -----------------------------------------------------------------------------
+
+
+def _read_function(fs: HostFS, base: str, parent: str, ids: PciIds | None) -> PciFunction:
+    address = PurePosixPath(base).name
+    # One listing spares a path resolution for every attribute this function lacks.
+    have = frozenset(fs.listdir(base))
+    vendor = fs.read_int(f"{base}/vendor", expected=True, base=16)
+    device = fs.read_int(f"{base}/device", expected=True, base=16)
+    return PciFunction(
+        id=pci_id(address),
+        parent=parent,
+        name=address,
+        address=address,
+        vendor_id=vendor,
+        device_id=device,
+        subsystem_vendor_id=_optional_int(fs, base, "subsystem_vendor", have, 16),
+        subsystem_device_id=_optional_int(fs, base, "subsystem_device", have, 16),
+        class_code=_read_class(fs, f"{base}/class"),
+        vendor_name=ids.vendor_name(vendor) if ids else None,
+        device_name=ids.device_name(vendor, device) if ids else None,
+        driver=_driver(fs, f"{base}/driver") if "driver" in have else None,
+        numa_node=_read_numa(fs, f"{base}/numa_node") if "numa_node" in have else None,
+        local_cpus=_local_cpus(fs, base, have),
+        link=_read_link(fs, base, have),
+        irq=_optional_int(fs, base, "irq", have) or None,
+        msi_irqs=_msi_irqs(fs, f"{base}/msi_irqs") if "msi_irqs" in have else (),
+    )
+
+
+def _optional_int(
+    fs: HostFS, base: str, name: str, have: frozenset[str], radix: int = 10
+) -> int | None:
+    return fs.read_int(f"{base}/{name}", base=radix) if name in have else None
+
+
+def _read_class(fs: HostFS, rel: str) -> int | None:
+    value = fs.read_int(rel, expected=True, base=16)
+    if value is not None and not 0 <= value <= 0xFFFFFF:
+        fs.warn(f"{rel}: class code 0x{value:x} is not 24 bits")
+        return None
+    return value
+
+
+def _driver(fs: HostFS, rel: str) -> str | None:
+    # The target's name is enough: captures often leave bus/pci/drivers/* out.
+    target = fs.readlink(rel)
+    if not target:
+        return None
+    return PurePosixPath(target).name or None
+
+
+def _read_numa(fs: HostFS, rel: str) -> int | None:
+    value = fs.read_int(rel)
+    if value is None or value == -1:
+        return None
+    if value < 0:
+        fs.warn(f"{rel}: expected a NUMA node or -1, got {value}")
+        return None
+    return value
+
+
+def _local_cpus(fs: HostFS, base: str, have: frozenset[str]) -> tuple[int, ...]:
+    cpus = read_cpulist(fs, f"{base}/local_cpulist") if "local_cpulist" in have else None
+    if cpus is None and "local_cpus" in have:
+        cpus = read_cpumask(fs, f"{base}/local_cpus")
+    return cpus or ()
+
+
+def _msi_irqs(fs: HostFS, rel: str) -> tuple[int, ...]:
+    names = fs.listdir(rel)
+    bad = [name for name in names if not name.isdigit()]
+    if bad:
+        fs.warn(f"{rel}: unexpected entries {', '.join(bad[:3])}")
+    return tuple(sorted(int(name) for name in names if name.isdigit()))
+
+
+# -- the PCIe link ----------------------------------------------------------------------------
+
+
+def parse_link_speed(text: str) -> float | None:
+    """GT/s per lane from "8.0 GT/s PCIe", "5 GT/s"; None for "Unknown"; ValueError for garbage."""
+    if text.lower().startswith("unknown"):
+        return None
+    match = _SPEED.match(text.strip())
+    if match is None or float(match.group(1)) <= 0:
+        raise ValueError(f"not a link speed: {text!r}")
+    return float(match.group(1))
+
+
+def parse_link_width(text: str) -> int | None:
+    """Lanes from "4" or "x4"; None for 0 (link down, empty slot); ValueError for garbage."""
+    width = int(text.strip().removeprefix("x"))
+    if width == 0:
+        return None
+    if width not in _WIDTHS:
+        raise ValueError(f"not a PCIe link width: {width}")
+    return width
+
+
+def _read_link(fs: HostFS, base: str, have: frozenset[str]) -> PciLink | None:
+    """The link as trained and at most; None for conventional PCI, which has no link files."""
+    if have.isdisjoint(LINK_ATTRS):
+        return None
+    speed, width, max_speed, max_width = (f"{base}/{attr}" for attr in LINK_ATTRS)
+    texts = {f"{base}/{a}": fs.read(f"{base}/{a}") if a in have else None for a in LINK_ATTRS}
+    return PciLink(
+        speed_gts=_parse(fs, speed, texts[speed], parse_link_speed),
+        width=_parse(fs, width, texts[width], parse_link_width),
+        max_speed_gts=_parse(fs, max_speed, texts[max_speed], parse_link_speed),
+        max_width=_parse(fs, max_width, texts[max_width], parse_link_width),
+    )
+
+
+def _parse(fs: HostFS, rel: str, text: str | None, parse: Callable[[str], T | None]) -> T | None:
+    if text is None:
+        return None
+    try:
+        return parse(text)
+    except ValueError:
+        fs.warn(f"{rel}: unexpected value {text[:40]!r}")
+        return None
