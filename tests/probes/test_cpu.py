@@ -11,8 +11,12 @@ CPU = "sys/devices/system/cpu"
 
 def test_governors_and_model(tree: SysTree) -> None:
     tree.file(f"{CPU}/online", "0-1")
-    tree.files(f"{CPU}/cpu0/cpufreq", {"scaling_governor": "powersave", "cpuinfo_max_freq": 3_000_000})
-    tree.files(f"{CPU}/cpu1/cpufreq", {"scaling_governor": "powersave", "cpuinfo_max_freq": 3_500_000})
+    tree.files(
+        f"{CPU}/cpu0/cpufreq", {"scaling_governor": "powersave", "cpuinfo_max_freq": 3_000_000}
+    )
+    tree.files(
+        f"{CPU}/cpu1/cpufreq", {"scaling_governor": "powersave", "cpuinfo_max_freq": 3_500_000}
+    )
     tree.file("proc/cpuinfo", "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Gold 6230\n")
     cpu = probe_cpu(HostFS(tree.root))
     assert cpu.online == (0, 1)
