@@ -83,7 +83,12 @@ def main() -> None:
         f"{last['warnings']:.0f} warnings; median of {args.repeat} runs"
     )
     rows = [
-        ("probe_host wall time", f"{seconds:.3f} s", f"{TARGET_SECONDS:.1f} s", seconds / TARGET_SECONDS),
+        (
+            "probe_host wall time",
+            f"{seconds:.3f} s",
+            f"{TARGET_SECONDS:.1f} s",
+            seconds / TARGET_SECONDS,
+        ),
         ("peak RSS, probing process", f"{peak:.1f} MB", f"{TARGET_MB:.0f} MB", peak / TARGET_MB),
         ("peak RSS, same process without probing", f"{base:.1f} MB", "", base / TARGET_MB),
         ("`iotuner probe --json` end to end", f"{statistics.median(commands):.3f} s", "", None),

@@ -55,7 +55,10 @@ def build(root: Path, shape: Shape = Shape()) -> Path:
     w = _Writer(root)
     per_node = shape.cpus // shape.numa_nodes
     for node in range(shape.numa_nodes):
-        w.file(f"sys/devices/system/node/node{node}/cpulist", f"{node * per_node}-{(node + 1) * per_node - 1}")
+        w.file(
+            f"sys/devices/system/node/node{node}/cpulist",
+            f"{node * per_node}-{(node + 1) * per_node - 1}",
+        )
     w.file("sys/devices/system/cpu/online", f"0-{shape.cpus - 1}")
     w.file("proc/meminfo", "MemTotal:       263921344 kB")
 
@@ -72,16 +75,24 @@ def build(root: Path, shape: Shape = Shape()) -> Path:
         hba = f"0000:{bus}:00.0"
         port_dir = f"sys/devices/pci0000:{root_bus}/{port}"
         hba_dir = f"{port_dir}/{hba}"
-        for addr, path, cls, drv in ((port, port_dir, "0x060400", "pcieport"), (hba, hba_dir, "0x010700", "mpt3sas")):
+        for addr, path, cls, drv in (
+            (port, port_dir, "0x060400", "pcieport"),
+            (hba, hba_dir, "0x010700", "mpt3sas"),
+        ):
             _pci_function(w, addr, path, cls, drv, node, per_node)
             functions += 1
         vectors = []
         for v in range(8):
             w.file(f"{hba_dir}/msi_irqs/{irq}", "msix")
-            w.file(f"proc/irq/{irq}/smp_affinity_list", f"{node * per_node}-{(node + 1) * per_node - 1}")
+            w.file(
+                f"proc/irq/{irq}/smp_affinity_list",
+                f"{node * per_node}-{(node + 1) * per_node - 1}",
+            )
             w.file(f"proc/irq/{irq}/effective_affinity_list", node * per_node)
             vectors.append(irq)
-            irq_lines.append(_irq_line(irq, shape.cpus, node * per_node, f"mpt3sas{c}-msix{v}", hba))
+            irq_lines.append(
+                _irq_line(irq, shape.cpus, node * per_node, f"mpt3sas{c}-msix{v}", hba)
+            )
             irq += 1
         host = f"host{c}"
         sas = f"{hba_dir}/{host}/port-{c}:0/expander-{c}:0"
@@ -110,7 +121,9 @@ def build(root: Path, shape: Shape = Shape()) -> Path:
     return root
 
 
-def _pci_function(w: _Writer, addr: str, path: str, cls: str, driver: str, node: int, per_node: int) -> None:
+def _pci_function(
+    w: _Writer, addr: str, path: str, cls: str, driver: str, node: int, per_node: int
+) -> None:
     w.file(f"{path}/class", cls)
     w.file(f"{path}/vendor", "0x1000")
     w.file(f"{path}/device", "0x0097")

@@ -20,7 +20,7 @@ _SUFFIXES = (".tar.xz", ".txz", ".tar.gz", ".tgz", ".tar.bz2", ".tar")
 
 
 def write_capture(fs: HostFS, out: Path, top: str) -> int:
-    """Write every path `fs` touched into `out` (xz tarball) under directory `top`; returns count."""
+    """Write every path `fs` touched into `out` (xz tar) under directory `top`; returns a count."""
     now = time.time()
     count = 0
     tmp = out.with_name(out.name + ".part")

@@ -15,7 +15,12 @@ import psutil
 from probes.hostfs import HostFS
 from tuner.topology import BlockDevice, Machine, Node, Topology
 
-_UDEV_FIELDS = {"model": "ID_MODEL", "serial": "ID_SERIAL", "wwn": "ID_WWN", "fs_type": "ID_FS_TYPE"}
+_UDEV_FIELDS = {
+    "model": "ID_MODEL",
+    "serial": "ID_SERIAL",
+    "wwn": "ID_WWN",
+    "fs_type": "ID_FS_TYPE",
+}
 
 
 def udev_block_properties() -> dict[str, dict[str, str]]:
@@ -53,9 +58,11 @@ def enrich_live(topology: Topology, fs: HostFS) -> Topology:
 
 
 def _with_udev(dev: BlockDevice, props: dict[str, str]) -> BlockDevice:
-    updates: dict[str, str] = {}
-    for field, key in _UDEV_FIELDS.items():
-        value = props.get(key)
-        if value and getattr(dev, field) is None:
-            updates[field] = value
-    return dataclasses.replace(dev, **updates) if updates else dev
+    # sysfs wins where it had a value: udev's ID_* strings are sanitised copies of it.
+    return dataclasses.replace(
+        dev,
+        model=dev.model or props.get("ID_MODEL"),
+        serial=dev.serial or props.get("ID_SERIAL_SHORT") or props.get("ID_SERIAL"),
+        wwn=dev.wwn or props.get("ID_WWN"),
+        fs_type=dev.fs_type or props.get("ID_FS_TYPE"),
+    )

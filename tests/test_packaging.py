@@ -16,10 +16,8 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(REPO)],
-        check=True,
-    )  # fmt: skip
+    pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
+    subprocess.run([*pip, "-w", str(out), str(REPO)], check=True)
     (found,) = out.glob("iotuner-*.whl")
     return found
 
@@ -36,17 +34,15 @@ def test_installed_command_runs_and_finds_its_data(wheel: Path, tmp_path: Path) 
     # Reuse this interpreter's dependencies; install only iotuner itself, for real (no -e).
     venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", str(wheel)],
-        check=True,
-    )  # fmt: skip
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps"]
+    subprocess.run([*pip, str(wheel)], check=True)
     version = subprocess.run(
         [env_dir / "bin" / "iotuner", "--version"], capture_output=True, text=True, cwd=tmp_path
     )
     assert version.returncode == 0 and version.stdout.startswith("iotuner ")
+    code = "from tuner import resources as r; print(r.rules_dir()); print(r.playbooks_dir())"
     where = subprocess.run(
-        [python, "-c", "from tuner.resources import rules_dir, playbooks_dir; print(rules_dir()); print(playbooks_dir())"],
-        capture_output=True, text=True, cwd=tmp_path, check=True,
-    ).stdout.split()  # fmt: skip
+        [python, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True
+    ).stdout.split()
     for path in where:
         assert str(env_dir) in path and Path(path).is_dir()

@@ -17,7 +17,10 @@ from tuner.topology_json import from_document, to_document
 
 @pytest.fixture(scope="module")
 def small_host(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build(tmp_path_factory.mktemp("synthetic") / "host", Shape(disks=12, controllers=4, pci_functions=20))
+    return build(
+        tmp_path_factory.mktemp("synthetic") / "host",
+        Shape(disks=12, controllers=4, pci_functions=20),
+    )
 
 
 def test_json_round_trip_loads_back_equal(small_host: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -29,9 +30,12 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(
-        False, "--version", help="Print the version and exit.", callback=_version, is_eager=True
-    ),
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", callback=_version, is_eager=True
+        ),
+    ] = False,
 ) -> None:
     """Exit codes: 0 ok, 1 findings or failure, 2 bad input."""
 

@@ -51,7 +51,10 @@ def _decode(hint: Any, data: Any, where: str) -> Any:
             raise DecodeError(f"{where}: expected a list, got {type(data).__name__}")
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(_decode(args[0], item, f"{where}[{i}]") for i, item in enumerate(data))
-        return tuple(_decode(a, item, f"{where}[{i}]") for i, (a, item) in enumerate(zip(args, data, strict=True)))
+        return tuple(
+            _decode(a, item, f"{where}[{i}]")
+            for i, (a, item) in enumerate(zip(args, data, strict=True))
+        )
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
         if not isinstance(data, dict):
             raise DecodeError(f"{where}: expected an object, got {type(data).__name__}")

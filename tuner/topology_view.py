@@ -110,7 +110,8 @@ def _pci_filter(topology: Topology, section: str | None) -> Callable[[Node], boo
                 isinstance(node, PciFunction) and node.is_network_controller
             )
         return isinstance(node, (BlockDevice, NetDevice)) or (
-            isinstance(node, PciFunction) and (node.is_storage_controller or node.is_network_controller)
+            isinstance(node, PciFunction)
+            and (node.is_storage_controller or node.is_network_controller)
         )
 
     return keep

@@ -72,7 +72,9 @@ def test_synthetic_host_survives_corruption(tmp_path: Path, seed: int) -> None:
     assert topology.warnings, "damage must be reported"
     for warning in topology.warnings:
         assert "\n" not in warning
-        assert warning.split(":")[0].startswith(("sys/", "proc/", "pci", "block", "net", "port", "numa", "udev")), warning
+        assert warning.split(":")[0].startswith(
+            ("sys/", "proc/", "pci", "block", "net", "port", "numa", "udev")
+        ), warning
 
 
 @pytest.mark.parametrize("dump", ["32em64t-2n8c+dax+nvme+mic+dimms", "2pa-pcidomain32bits"])

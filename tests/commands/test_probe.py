@@ -20,7 +20,9 @@ def iotuner(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def host(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build(tmp_path_factory.mktemp("cli") / "host", Shape(disks=6, controllers=2, pci_functions=12))
+    return build(
+        tmp_path_factory.mktemp("cli") / "host", Shape(disks=6, controllers=2, pci_functions=12)
+    )
 
 
 def test_version() -> None:
@@ -106,6 +108,10 @@ def test_live_probe_gather_replay(tmp_path: Path) -> None:
     assert iotuner("probe", "--gather", str(capture)).returncode == 0
     live = json.loads(iotuner("probe", "--json").stdout)
     replay = json.loads(iotuner("probe", "--json", "--root", str(capture)).stdout)
-    assert [p["address"] for p in replay["pci_devices"]] == [p["address"] for p in live["pci_devices"]]
-    assert {b["name"] for b in replay["block_devices"]} == {b["name"] for b in live["block_devices"]}
+    assert [p["address"] for p in replay["pci_devices"]] == [
+        p["address"] for p in live["pci_devices"]
+    ]
+    assert {b["name"] for b in replay["block_devices"]} == {
+        b["name"] for b in live["block_devices"]
+    }
     assert capture.stat().st_size < 2_000_000

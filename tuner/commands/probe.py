@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import sys
 from contextlib import ExitStack
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -20,7 +21,7 @@ from tuner.topology_json import to_document
 from tuner.topology_view import render_topology
 
 
-class Section(str, Enum):
+class Section(StrEnum):
     """The parts of the topology `--section` can show alone."""
 
     pci = "pci"
@@ -41,14 +42,19 @@ SECTION_KEYS = {
 
 
 def probe(
-    root: Path = typer.Option(
-        Path("/"), "--root", help="Root to probe: a directory, or a capture made by --gather."
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print the topology as a JSON document."),
-    section: Section | None = typer.Option(None, "--section", help="Show only this part."),
-    gather: Path | None = typer.Option(
-        None, "--gather", help="Write what the probes read to this .tar.xz, for --root or a bug report."
-    ),
+    root: Annotated[
+        Path, typer.Option(help="Root to probe: a directory, or a capture made by --gather.")
+    ] = Path("/"),
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the topology as a JSON document.")
+    ] = False,
+    section: Annotated[Section | None, typer.Option(help="Show only this part.")] = None,
+    gather: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write what the probes read to this .tar.xz, for --root or a bug report."
+        ),
+    ] = None,
 ) -> None:
     """Discover PCI links, controllers, disks, storage stacks, NICs, IRQs and NUMA layout.
 
