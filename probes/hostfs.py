@@ -12,11 +12,13 @@ path that was touched is remembered so `--gather` can capture exactly what the p
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
 
 _MAX_LINK_HOPS = 40
+_PAGE = 4096
 
 
 class HostFS:
@@ -28,6 +30,7 @@ class HostFS:
         self.warnings: list[str] = []
         self.touched: set[str] = set()
         self._real: dict[str, str | None] = {}  # resolved prefixes, see _step
+        self._whole: dict[str, str | None] = {}  # resolved paths as callers spelled them
 
     @property
     def is_live(self) -> bool:
@@ -46,11 +49,14 @@ class HostFS:
 
     def realpath(self, rel: str) -> str | None:
         """Resolve every link in `rel` inside the root; None for a dangling or looping path."""
+        if rel in self._whole:
+            return self._whole[rel]
         real: str | None = ""
         for part in rel.split("/"):
             if real is None:
-                return None
+                break
             real = self._step(real, part, 0)
+        self._whole[rel] = real
         return real
 
     def _step(self, base: str, name: str, hops: int) -> str | None:
@@ -135,31 +141,64 @@ class HostFS:
     def read(self, rel: str, *, expected: bool = False) -> str | None:
         """A file's text with surrounding white space stripped, or None.
 
-        With `expected`, a missing file is worth a warning; an unreadable one always is, except
-        for write-only attributes and the kernel's refusals (EINVAL, EIO, ENODEV...), which say
-        the attribute does not apply to this device.
+        A missing or unreadable file gives a warning only with `expected`: most attributes are
+        optional, and the kernel refuses reads of some (EINVAL, EIO) to say they do not apply.
+        A directory where a file should be always gives one.
         """
-        real = self.realpath(rel)
-        if real is None:
-            if expected:
-                self.warn(f"{rel}: missing")
-            return None
-        try:
-            with open(self._abs(real), "rb") as fh:
-                data = fh.read()
-        except IsADirectoryError:
+        real = self._file_path(rel)
+        data: bytes | None = None
+        error: OSError | None = None
+        if real is not None:
+            try:
+                data = self._read_leaf(real)
+            except OSError as err:
+                if err.errno == errno.ELOOP:  # the leaf itself is a link: resolve it fully
+                    real = self.realpath(rel)
+                    try:
+                        data = None if real is None else self._read_leaf(real, follow=True)
+                    except OSError as again:
+                        error = again
+                else:
+                    error = err
+        if data is not None and real is not None:
+            self.touched.add(real)
+            return data.decode("utf-8", errors="replace").strip()
+        if isinstance(error, IsADirectoryError):
             self.warn(f"{rel}: is a directory, expected a file")
+        elif expected:
+            if error is None or error.errno == errno.ENOENT:
+                self.warn(f"{rel}: missing")
+            else:
+                self.warn(f"{rel}: cannot read ({error.strerror})")
+        return None
+
+    def _file_path(self, rel: str) -> str | None:
+        """`rel` with its directory resolved; the last component is left for the open to judge."""
+        head, _, leaf = rel.strip("/").rpartition("/")
+        if leaf in ("", ".", ".."):
+            return self.realpath(rel)
+        base = self.realpath(head) if head else ""
+        if base is None:
             return None
-        except PermissionError:
-            if expected:
-                self.warn(f"{rel}: not readable (permission denied)")
-            return None
-        except OSError as err:
-            if expected:
-                self.warn(f"{rel}: cannot read ({err.strerror})")
-            return None
-        self.touched.add(real)
-        return data.decode("utf-8", errors="replace").strip()
+        return f"{base}/{leaf}" if base else leaf
+
+    def _read_leaf(self, real: str, *, follow: bool = False) -> bytes:
+        # O_NOFOLLOW spares an lstat per attribute: almost every leaf is a plain file, and a
+        # link shows up as ELOOP, which read() then resolves inside the root.
+        flags = os.O_RDONLY | (0 if follow else os.O_NOFOLLOW)
+        fd = os.open(self._abs(real), flags)
+        try:
+            first = os.read(fd, _PAGE)
+            # A sysfs attribute is at most one page and comes whole in one read; /proc's
+            # seq_files may stop short of the end, so only they are read until EOF.
+            if len(first) < _PAGE and real.startswith("sys/"):
+                return first
+            chunks = [first]
+            while chunk := os.read(fd, 65536):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
 
     def read_int(self, rel: str, *, expected: bool = False, base: int = 10) -> int | None:
         """A file holding one integer (decimal, or hex with base=16 or a 0x prefix), or None."""

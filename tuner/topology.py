@@ -384,6 +384,40 @@ class Topology:
     def _block_by_name(self) -> dict[str, BlockDevice]:
         return {node.name: node for node in self.of_type(BlockDevice)}
 
+    @cached_property
+    def _numa_nodes(self) -> list[NumaNode]:
+        return self.of_type(NumaNode)
+
+    @cached_property
+    def _lower(self) -> dict[str, list[str]]:
+        index: dict[str, list[str]] = {}
+        for edge in self.edges:
+            index.setdefault(edge.upper, []).append(edge.lower)
+        return index
+
+    @cached_property
+    def _upper(self) -> dict[str, list[str]]:
+        index: dict[str, list[str]] = {}
+        for edge in self.edges:
+            index.setdefault(edge.lower, []).append(edge.upper)
+        return index
+
+    @cached_property
+    def _mount_by_device(self) -> dict[str, Mount]:
+        index: dict[str, Mount] = {}
+        for mount in self.mounts:
+            for key in (mount.kname, mount.device.removeprefix("/dev/")):
+                if key:
+                    index.setdefault(key, mount)
+        return index
+
+    @cached_property
+    def _irqs_by_device(self) -> dict[str | None, list[Irq]]:
+        index: dict[str | None, list[Irq]] = {}
+        for irq in self.irqs:
+            index.setdefault(irq.device, []).append(irq)
+        return index
+
     # -- navigation ------------------------------------------------------------------------
 
     def node(self, node_id: str) -> Node | None:
@@ -430,7 +464,7 @@ class Topology:
         A function reporting -1 (no locality) is placed by its local CPUs when they fall inside
         exactly one node; on a one-node machine everything is local to that node.
         """
-        numa = self.of_type(NumaNode)
+        numa = self._numa_nodes
         chain = [self.node(node_id), *self.ancestors(node_id)]
         for node in chain:
             if isinstance(node, PciFunction):
@@ -445,19 +479,16 @@ class Topology:
 
     def lower_devices(self, name: str) -> list[str]:
         """Names of the block devices `name` sits on directly."""
-        return [edge.lower for edge in self.edges if edge.upper == name]
+        return list(self._lower.get(name, ()))
 
     def upper_devices(self, name: str) -> list[str]:
         """Names of the block devices that sit directly on `name`."""
-        return [edge.upper for edge in self.edges if edge.lower == name]
+        return list(self._upper.get(name, ()))
 
     def mount_of(self, name: str) -> Mount | None:
         """The first mount of a block device by kernel name, or None."""
-        for mount in self.mounts:
-            if mount.kname == name or mount.device == f"/dev/{name}":
-                return mount
-        return None
+        return self._mount_by_device.get(name)
 
     def irqs_of(self, device: str) -> list[Irq]:
         """The interrupts raised by a device (a PCI address or another device name)."""
-        return [irq for irq in self.irqs if irq.device == device]
+        return list(self._irqs_by_device.get(device, ()))

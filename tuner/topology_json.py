@@ -33,6 +33,7 @@ def to_document(topology: Topology) -> dict[str, Any]:
             {
                 "irq": irq.irq,
                 "name": irq.name,
+                "chip": irq.chip,
                 "device": irq.device,
                 "cpus": list(irq.cpus),
                 "affinity": list(irq.affinity),
