@@ -177,11 +177,15 @@ def _block_label(topology: Topology, dev: BlockDevice) -> Text:
         label.append(f"  {dev.model}", style="dim")
     queue = dev.queue
     if queue is not None:
-        label.append(
-            f"  sched {queue.scheduler or '?'} ra {queue.read_ahead_kb}K nr {queue.nr_requests}"
-            f" max {queue.max_sectors_kb}K",
-            style="blue",
+        settings = (
+            ("sched", queue.scheduler, ""),
+            ("ra", queue.read_ahead_kb, "K"),
+            ("nr", queue.nr_requests, ""),
+            ("max", queue.max_sectors_kb, "K"),
         )
+        shown = [f"{key} {value}{unit}" for key, value, unit in settings if value is not None]
+        if shown:
+            label.append("  " + " ".join(shown), style="blue")
     if dev.partition is not None and dev.partition.start_bytes is not None:
         label.append(f"  starts at {dev.partition.start_bytes} B")
     lower = topology.lower_devices(dev.name)
@@ -211,21 +215,24 @@ def _irq_summary(irqs: list[Irq]) -> Text | None:
     for irq in irqs:
         busy = {cpu for cpu, count in enumerate(irq.counts) if count}
         landed |= busy or set(irq.cpus)
-    where = f"CPU {cpulist(landed)}" if landed else "CPUs unknown"
-    return Text(f"IRQs {cpulist(i.irq for i in irqs)} -> {where}", style="dim italic")
+    text = f"IRQs {cpulist(i.irq for i in irqs)}"
+    if landed:  # a capture without /proc/irq cannot say where they land
+        text += f" -> CPU {cpulist(landed)}"
+    return Text(text, style="dim italic")
 
 
 # -- devices outside the PCI tree ------------------------------------------------------------
 
 
 def _virtual_block(root: Tree, topology: Topology) -> None:
+    # Size 0 is an unbound loop device or an unconfigured zram/ram disk: a free slot, not storage.
     virtual = [
         d
         for d in topology.of_type(BlockDevice)
-        if topology.pci_function_of(d.id) is None and d.partition is None
+        if topology.pci_function_of(d.id) is None and d.partition is None and d.size_bytes
     ]
     if virtual:
-        branch = root.add(Text("Virtual block devices", style="bold cyan"))
+        branch = root.add(Text("Block devices outside PCI", style="bold cyan"))
         for dev in virtual:
             branch.add(_block_label(topology, dev))
 
@@ -233,7 +240,7 @@ def _virtual_block(root: Tree, topology: Topology) -> None:
 def _virtual_net(root: Tree, topology: Topology) -> None:
     virtual = [n for n in topology.of_type(NetDevice) if topology.pci_function_of(n.id) is None]
     if virtual:
-        branch = root.add(Text("Virtual network interfaces", style="bold cyan"))
+        branch = root.add(Text("Network interfaces outside PCI", style="bold cyan"))
         for nic in virtual:
             branch.add(_net_label(nic))
 
