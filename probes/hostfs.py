@@ -15,10 +15,13 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 _MAX_LINK_HOPS = 40
 _PAGE = 4096
+T = TypeVar("T")
 
 
 class HostFS:
@@ -248,25 +251,24 @@ def parse_cpumask(text: str) -> tuple[int, ...]:
     return tuple(bit for bit in range(value.bit_length()) if value >> bit & 1)
 
 
-def read_cpulist(fs: HostFS, rel: str, *, expected: bool = False) -> tuple[int, ...] | None:
-    """A file holding a CPU list, or None (with a warning when it is malformed)."""
-    text = fs.read(rel, expected=expected)
+def parse_value(
+    fs: HostFS, rel: str, text: str | None, parse: Callable[[str], T], what: str
+) -> T | None:
+    """`parse(text)`, or None: absent text quietly, a ValueError as a warning naming `rel`."""
     if text is None:
         return None
     try:
-        return parse_cpulist(text)
+        return parse(text)
     except ValueError:
-        fs.warn(f"{rel}: expected a CPU list, got {_quote(text)}")
+        fs.warn(f"{rel}: expected {what}, got {_quote(text)}")
         return None
+
+
+def read_cpulist(fs: HostFS, rel: str, *, expected: bool = False) -> tuple[int, ...] | None:
+    """A file holding a CPU list, or None (with a warning when it is malformed)."""
+    return parse_value(fs, rel, fs.read(rel, expected=expected), parse_cpulist, "a CPU list")
 
 
 def read_cpumask(fs: HostFS, rel: str, *, expected: bool = False) -> tuple[int, ...] | None:
     """A file holding a hexadecimal CPU mask, or None (with a warning when it is malformed)."""
-    text = fs.read(rel, expected=expected)
-    if text is None:
-        return None
-    try:
-        return parse_cpumask(text)
-    except ValueError:
-        fs.warn(f"{rel}: expected a CPU mask, got {_quote(text)}")
-        return None
+    return parse_value(fs, rel, fs.read(rel, expected=expected), parse_cpumask, "a CPU mask")

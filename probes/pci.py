@@ -18,7 +18,7 @@ from pathlib import PurePosixPath
 from typing import TypeVar
 
 from probes.devpath import PCI_ROOT, is_pci_address
-from probes.hostfs import HostFS, read_cpulist, read_cpumask
+from probes.hostfs import HostFS, parse_value, read_cpulist, read_cpumask
 from probes.ids import MACHINE_ID, pci_bus_id, pci_id
 from probes.pciids import PciIds, find_pci_ids
 from probes.pciids import pci_class_name as pci_class_name
@@ -218,21 +218,14 @@ def _read_link(fs: HostFS, base: str, have: frozenset[str]) -> PciLink | None:
     """The link as trained and at most; None for conventional PCI, which has no link files."""
     if have.isdisjoint(LINK_ATTRS):
         return None
-    speed, width, max_speed, max_width = (f"{base}/{attr}" for attr in LINK_ATTRS)
-    texts = {f"{base}/{a}": fs.read(f"{base}/{a}") if a in have else None for a in LINK_ATTRS}
+
+    def value(attr: str, parse: Callable[[str], T | None], what: str) -> T | None:
+        rel = f"{base}/{attr}"
+        return parse_value(fs, rel, fs.read(rel) if attr in have else None, parse, what)
+
     return PciLink(
-        speed_gts=_parse(fs, speed, texts[speed], parse_link_speed),
-        width=_parse(fs, width, texts[width], parse_link_width),
-        max_speed_gts=_parse(fs, max_speed, texts[max_speed], parse_link_speed),
-        max_width=_parse(fs, max_width, texts[max_width], parse_link_width),
+        speed_gts=value("current_link_speed", parse_link_speed, "a link speed"),
+        width=value("current_link_width", parse_link_width, "a link width"),
+        max_speed_gts=value("max_link_speed", parse_link_speed, "a link speed"),
+        max_width=value("max_link_width", parse_link_width, "a link width"),
     )
-
-
-def _parse(fs: HostFS, rel: str, text: str | None, parse: Callable[[str], T | None]) -> T | None:
-    if text is None:
-        return None
-    try:
-        return parse(text)
-    except ValueError:
-        fs.warn(f"{rel}: unexpected value {text[:40]!r}")
-        return None
