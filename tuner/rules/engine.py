@@ -1,0 +1,154 @@
+"""Evaluate the rule base over a host's targets: findings, and why each rule did or did not fire."""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass
+from typing import Any
+
+from tuner.facts.target import Target
+from tuner.rules.conditions import holds
+from tuner.rules.model import Explanation, Finding, Rule, RuleBase, Setting, SettingRec
+from tuner.tunables.registry import TUNABLES
+
+# The fact holding a tunable's current value, where targets carry one: a bound such as
+# "at least 4096" must never lower a value that is already better.
+CURRENT_FACT = {
+    "block.read_ahead_kb": "read_ahead_kb",
+    "block.nr_requests": "nr_requests",
+    "block.max_sectors_kb": "max_sectors_kb",
+    "block.scheduler": "scheduler",
+    "block.write_cache": "write_cache",
+    "vm.dirty_ratio": "dirty_ratio",
+    "vm.dirty_background_ratio": "dirty_background_ratio",
+    "vm.dirty_bytes": "dirty_bytes",
+    "vm.dirty_background_bytes": "dirty_background_bytes",
+    "vm.dirty_expire_centisecs": "dirty_expire_centisecs",
+    "net.core.rmem_max": "rmem_max",
+    "net.core.wmem_max": "wmem_max",
+    "net.ipv4.tcp_congestion_control": "congestion_control",
+    "nic.mtu": "mtu",
+    "cpu.governor": "governor",
+}
+SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What advise reports: findings (most severe first) and one explanation per rule."""
+
+    findings: tuple[Finding, ...]
+    explanations: tuple[Explanation, ...]
+
+
+def evaluate(base: RuleBase, targets: dict[str, list[Target]], workload: str | None) -> Evaluation:
+    """Run every rule concerning `workload` over the targets of its kind."""
+    findings: list[Finding] = []
+    explanations: list[Explanation] = []
+    for rule in base.rules:
+        if not rule.concerns(workload):
+            explanations.append(
+                Explanation(rule.id, "other workload", f"concerns {', '.join(rule.workloads)}")
+            )
+            continue
+        fired, explanation = _run(rule, targets.get(rule.applies_to, []))
+        findings.extend(fired)
+        explanations.append(explanation)
+    findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], f.lesson, f.rule, f.target))
+    return Evaluation(tuple(findings), tuple(explanations))
+
+
+def _run(rule: Rule, targets: list[Target]) -> tuple[list[Finding], Explanation]:
+    if not targets:
+        return [], Explanation(rule.id, "no targets", f"this host has no {rule.applies_to} targets")
+    fired: list[Finding] = []
+    unknown: dict[str, set[str]] = {}
+    for target in targets:
+        results = [(c, holds(c, target.facts)) for c in rule.when]
+        if any(result is False for _, result in results):
+            continue
+        missing = {c.fact for c, result in results if result is None}
+        if missing:
+            unknown[target.name] = missing
+            continue
+        fired.append(_finding(rule, target))
+    if fired:
+        names = ", ".join(f.target for f in fired)
+        return fired, Explanation(rule.id, "fired", f"on {names}")
+    if unknown:
+        detail = "; ".join(f"{name}: {', '.join(sorted(facts))}" for name, facts in unknown.items())
+        return [], Explanation(rule.id, "facts unknown", detail)
+    conditions = " and ".join(c.text for c in rule.when)
+    return [], Explanation(
+        rule.id, "condition false", f"{conditions} holds on none of {len(targets)} targets"
+    )
+
+
+def _finding(rule: Rule, target: Target) -> Finding:
+    facts = _printable(target.facts)
+    return Finding(
+        rule=rule.id,
+        title=rule.title,
+        lesson=rule.lesson,
+        severity=rule.severity,
+        target=target.name,
+        evidence=_fill(rule.evidence, facts),
+        recommendation=_fill(rule.recommend, facts),
+        settings=tuple(_setting(rec, target) for rec in rule.settings),
+        sources=rule.sources,
+        workloads=rule.workloads,
+    )
+
+
+def _setting(rec: SettingRec, target: Target) -> Setting:
+    scope = TUNABLES[rec.key].scope
+    where = "host" if scope == "host" else target.name
+    fact = CURRENT_FACT.get(rec.key)
+    current = target.facts.get(fact) if fact else None
+    if rec.range is not None:
+        span = (_resolve(rec.range[0], target), _resolve(rec.range[1], target))
+        return Setting(rec.key, where, None, "range", current, span)
+    if rec.at_least is not None:
+        bound = _resolve(rec.at_least, target)
+        better = isinstance(current, (int, float)) and current >= bound
+        return Setting(rec.key, where, current if better else bound, "at_least", current)
+    if rec.at_most is not None:
+        bound = _resolve(rec.at_most, target)
+        better = isinstance(current, (int, float)) and current <= bound
+        return Setting(rec.key, where, current if better else bound, "at_most", current)
+    return Setting(rec.key, where, _resolve(rec.value, target), "value", current)
+
+
+def _resolve(value: Any, target: Target) -> Any:
+    """A setting value with {fact} placeholders filled, as a number when it reads as one."""
+    if not isinstance(value, str):
+        return value
+    text = _fill(value, {k: "" if v is None else str(v) for k, v in target.facts.items()})
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    return text
+
+
+def _printable(facts: dict[str, object]) -> dict[str, str]:
+    """Facts as people read them in evidence: 2000.0 -> 2000, 1.3333 -> 1.33, True -> yes."""
+    shown: dict[str, str] = {}
+    for name, value in facts.items():
+        if isinstance(value, bool):
+            shown[name] = "yes" if value else "no"
+        elif isinstance(value, float):
+            shown[name] = str(int(value)) if value.is_integer() else f"{value:.2f}".rstrip("0")
+        else:
+            shown[name] = "?" if value is None else str(value)
+    return shown
+
+
+def _fill(template: str, facts: dict[str, str]) -> str:
+    return string.Formatter().vformat(template, (), _Missing(facts))
+
+
+class _Missing(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return "?"
