@@ -13,6 +13,7 @@ from probes.net import probe_net
 from probes.numa import memtotal_bytes, probe_numa
 from probes.pci import probe_pci
 from probes.storage import probe_storage
+from probes.vm import probe_vm
 from tuner.topology import Machine, Node, Topology
 
 
@@ -41,6 +42,7 @@ def probe_host(fs: HostFS) -> Topology:
         irqs=tuple(irqs),
         cpu=cpu,
         tcp=tcp,
+        vm=probe_vm(fs),
     )
     if fs.is_live:
         from probes.live import enrich_live

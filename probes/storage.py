@@ -1,6 +1,7 @@
 """Storage: block devices with their path to the controller, their stacks, and the mounts.
 
 Assembles probes/block.py (devices), probes/storage_path.py (hops to the PCI function),
+probes/storage_links.py (SAS and SATA link rates of those hops),
 probes/stacks.py (md, dm, loop, btrfs, slaves/holders) and probes/mounts.py (mount table).
 """
 
@@ -14,6 +15,7 @@ from probes.hostfs import HostFS
 from probes.ids import block_id
 from probes.mounts import mount_holding, mounts_by_point, probe_mounts
 from probes.stacks import backing_path, probe_btrfs, stack_edges, with_stack_info
+from probes.storage_links import with_links
 from probes.storage_path import StoragePaths
 from tuner.topology import BlockDevice, Mount, MultiDeviceFs, Node, StackEdge
 
@@ -40,7 +42,7 @@ def probe_storage(fs: HostFS) -> StorageFound:
     filesystems = probe_btrfs(fs)
     _add_mount_facts(devices, mounts, filesystems)
     return StorageFound(
-        nodes=(*paths.nodes(), *devices.values()),
+        nodes=(*with_links(fs, paths.nodes(), [e.real for e in entries]), *devices.values()),
         edges=tuple(stack_edges(fs, entries, devices)),
         mounts=tuple(mounts),
         filesystems=tuple(filesystems),

@@ -211,6 +211,8 @@ class StoragePort(Node):
     """
 
     kind: str = "other"
+    link_gbps: float | None = None  # SAS/SATA: negotiated rate per lane (phy), Gb/s
+    lanes: int | None = None  # SAS: phys in the port (a wide port has several); SATA: 1
 
 
 @dataclass(frozen=True)
@@ -349,6 +351,17 @@ class TcpSettings:
     available_congestion_control: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class VmSettings:
+    """Page-cache writeback thresholds (vm.dirty_*); a *_bytes of 0 defers to the ratio."""
+
+    dirty_ratio: int | None = None
+    dirty_background_ratio: int | None = None
+    dirty_bytes: int | None = None
+    dirty_background_bytes: int | None = None
+    dirty_expire_centisecs: int | None = None
+
+
 NodeT = TypeVar("NodeT", bound=Node)
 
 
@@ -364,6 +377,7 @@ class Topology:
     irqs: tuple[Irq, ...] = ()
     cpu: CpuInfo = field(default_factory=CpuInfo)
     tcp: TcpSettings = field(default_factory=TcpSettings)
+    vm: VmSettings = field(default_factory=VmSettings)
     warnings: tuple[str, ...] = ()
     schema_version: int = SCHEMA_VERSION
 

@@ -45,6 +45,7 @@ def to_document(topology: Topology) -> dict[str, Any]:
         "warnings": list(topology.warnings),
         "cpu": encode(topology.cpu),
         "tcp": encode(topology.tcp),
+        "vm": encode(topology.vm),
         "mounts": encode(topology.mounts),
         "filesystems": encode(topology.filesystems),
         "edges": encode(topology.edges),
@@ -64,7 +65,7 @@ def from_document(doc: dict[str, Any]) -> Topology:
             raise DecodeError(f"nodes[{i}]: unknown node type {raw.get('type')!r}")
         nodes.append(decode(cls, {k: v for k, v in raw.items() if k != "type"}, f"nodes[{i}]"))
     # Flat rows carry derived keys (an irq's `cpus`); decoding keeps only the model's fields.
-    model_keys = ("root", "edges", "mounts", "filesystems", "irqs", "cpu", "tcp", "warnings")
+    model_keys = ("root", "edges", "mounts", "filesystems", "irqs", "cpu", "tcp", "vm", "warnings")
     fields = {key: doc[key] for key in model_keys if key in doc}
     topology = decode(Topology, {**fields, "schema_version": version}, "document")
     return dataclasses.replace(topology, nodes=tuple(nodes))
