@@ -116,6 +116,7 @@ FACTS: dict[str, dict[str, str]] = {
         "link_mbps": "usable MB/s as trained",
         "link_max_mbps": "usable MB/s at the device's maximum",
         "downtrained": "True when the link runs slower or narrower than the device allows",
+        "link_fraction": "link_mbps / link_max_mbps (1.0 at the device's maximum)",
         "demand_mbps": "what the devices below it can stream together",
         "numa_node": "its NUMA node",
     },
