@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from tuner import __version__
-from tuner.commands import probe
+from tuner.commands import advise, probe, rules
 from tuner.errors import IotunerError
 
 app = typer.Typer(
@@ -20,6 +20,8 @@ app = typer.Typer(
     rich_markup_mode="rich",
 )
 app.command(name="probe")(probe.probe)
+app.command(name="advise")(advise.advise)
+app.add_typer(rules.app, name="rules")
 
 
 def _version(value: bool) -> None:

@@ -12,10 +12,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from probes.gather import extract_capture, is_capture, write_capture
+from probes.gather import write_capture
 from probes.host import probe_host
 from probes.hostfs import HostFS
 from tuner.errors import BadInput
+from tuner.host_root import open_root
 from tuner.topology import Topology
 from tuner.topology_json import to_document
 from tuner.topology_view import render_topology
@@ -78,22 +79,6 @@ def probe(
         console.print(render_topology(topology, section.value if section else None))
         for warning in topology.warnings:
             console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
-
-
-def open_root(root: Path, stack: ExitStack) -> Path:
-    """The directory to probe for `--root`: as given, or a capture unpacked for this run."""
-    if root.is_dir():
-        return root
-    if is_capture(root):
-        try:
-            top, holder = extract_capture(root)
-        except ValueError as err:
-            raise BadInput(str(err)) from None
-        stack.callback(holder.cleanup)
-        return top
-    if not root.exists():
-        raise BadInput(f"--root {root}: no such directory")
-    raise BadInput(f"--root {root}: not a directory or a capture archive")
 
 
 def _gather(fs: HostFS, topology: Topology, out: Path) -> None:

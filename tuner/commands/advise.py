@@ -1,0 +1,104 @@
+"""`iotuner advise`: what the papers' lessons say about this host, with evidence and sources."""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from probes.host import probe_host
+from probes.hostfs import HostFS
+from tuner.codec import encode
+from tuner.errors import BadInput
+from tuner.facts import collect
+from tuner.facts.target import FactOptions
+from tuner.findings_view import render_explanations, render_findings
+from tuner.host_root import open_root
+from tuner.plan import plan_from_findings, write_plan
+from tuner.rulebase import check_workload, load_rule_base
+from tuner.rules.engine import Evaluation, evaluate
+from tuner.topology import Machine
+
+
+def advise(
+    root: Annotated[
+        Path, typer.Option(help="Root to probe: a directory, or a capture made by probe --gather.")
+    ] = Path("/"),
+    workload: Annotated[
+        str | None,
+        typer.Option(help="The workload to advise for (see rules/workloads.yaml); default: all."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print findings as JSON.")] = False,
+    explain: Annotated[
+        bool, typer.Option(help="Also list the rules that did not fire, and why.")
+    ] = False,
+    link_gbps: Annotated[
+        float | None, typer.Option(help="Network path rate, Gb/s (for socket buffers).", min=0.001)
+    ] = None,
+    rtt_ms: Annotated[
+        float | None, typer.Option(help="Network round-trip time, ms (for socket buffers).", min=0)
+    ] = None,
+    plan_out: Annotated[
+        Path | None, typer.Option(help="Write the recommended settings as a plan (YAML).")
+    ] = None,
+    rules: Annotated[
+        Path | None, typer.Option(help="Use the rules in this directory instead.", hidden=True)
+    ] = None,
+) -> None:
+    """Run the rule base over the host: findings grouped by severity, each with its source.
+
+    Exit codes: 0 no warning or critical finding, 1 at least one, 2 bad input (a broken rule
+    file, an unknown workload, a missing --root).
+    """
+    base = load_rule_base(rules)
+    check_workload(base, workload)
+    if plan_out is not None and not plan_out.parent.is_dir():
+        raise BadInput(f"--plan-out {plan_out}: directory {plan_out.parent} does not exist")
+    with ExitStack() as stack:
+        fs = HostFS(open_root(root, stack))
+        topology = probe_host(fs)
+    targets = collect(topology, FactOptions(link_gbps=link_gbps, rtt_ms=rtt_ms, live=fs.is_live))
+    result = evaluate(base, targets, workload)
+    host = next((m.name for m in topology.of_type(Machine)), "host")
+    if plan_out is not None:
+        write_plan(plan_from_findings(result.findings, host, workload), plan_out)
+    if as_json:
+        sys.stdout.write(json.dumps(_document(result, workload, explain), indent=2) + "\n")
+    else:
+        console = Console()
+        console.print(render_findings(result.findings))
+        if explain:
+            console.print(render_explanations(result.explanations))
+        if plan_out is not None:
+            console.print(f"plan written to {plan_out}", highlight=False)
+    if any(f.severity in ("critical", "warning") for f in result.findings):
+        raise typer.Exit(1)
+
+
+def _document(result: Evaluation, workload: str | None, explain: bool) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "workload": workload,
+        "findings": [
+            {
+                "rule": f.rule,
+                "title": f.title,
+                "lesson": f.lesson,
+                "severity": f.severity,
+                "target": f.target,
+                "evidence": f.evidence,
+                "recommendation": f.recommendation,
+                "settings": encode(f.settings),
+                "sources": encode(f.sources),
+                "workloads": list(f.workloads),
+            }
+            for f in result.findings
+        ],
+    }
+    if explain:
+        doc["explanations"] = encode(result.explanations)
+    return doc
