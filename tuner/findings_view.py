@@ -36,8 +36,7 @@ def render_findings(findings: tuple[Finding, ...]) -> RenderableType:
             continue
         table = Table(title=f"{severity} ({len(rows)})", title_style=_STYLE[severity],
                       title_justify="left", show_lines=True, expand=True)  # fmt: skip
-        table.add_column("rule", ratio=2)
-        table.add_column("target", ratio=1)
+        table.add_column("rule and target", ratio=2)
         table.add_column("evidence", ratio=4)
         table.add_column("recommendation", ratio=4)
         table.add_column("source", ratio=2)
@@ -46,8 +45,7 @@ def render_findings(findings: tuple[Finding, ...]) -> RenderableType:
             if f.settings:
                 recommendation += "\n" + "\n".join(setting_label(s) for s in f.settings)
             table.add_row(
-                Text(f"{f.rule}\n[{f.lesson}]"),
-                f.target,
+                Text.assemble((f.rule, "bold"), f"\n[{f.lesson}]\n", (f.target, "cyan")),
                 f.evidence,
                 recommendation,
                 source_label(f),

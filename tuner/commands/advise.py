@@ -24,15 +24,19 @@ from tuner.rulebase import check_workload, load_rule_base
 from tuner.rules.engine import Evaluation, evaluate
 from tuner.topology import Machine
 
+# The papers study sequential I/O and the tune's main job streams reads: advice for one workload
+# at a time, because advice for different workloads contradicts itself (readahead up or down).
+DEFAULT_WORKLOAD = "stream-read"
+
 
 def advise(
     root: Annotated[
         Path, typer.Option(help="Root to probe: a directory, or a capture made by probe --gather.")
     ] = Path("/"),
     workload: Annotated[
-        str | None,
-        typer.Option(help="The workload to advise for (see rules/workloads.yaml); default: all."),
-    ] = None,
+        str,
+        typer.Option(help="The workload to advise for: see `iotuner rules list --markdown`."),
+    ] = DEFAULT_WORKLOAD,
     as_json: Annotated[bool, typer.Option("--json", help="Print findings as JSON.")] = False,
     explain: Annotated[
         bool, typer.Option(help="Also list the rules that did not fire, and why.")
@@ -71,6 +75,7 @@ def advise(
         sys.stdout.write(json.dumps(_document(result, workload, explain), indent=2) + "\n")
     else:
         console = Console()
+        console.print(f"workload: {workload} (choose with --workload)", style="dim")
         console.print(render_findings(result.findings))
         if explain:
             console.print(render_explanations(result.explanations))
@@ -80,7 +85,7 @@ def advise(
         raise typer.Exit(1)
 
 
-def _document(result: Evaluation, workload: str | None, explain: bool) -> dict[str, Any]:
+def _document(result: Evaluation, workload: str, explain: bool) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "workload": workload,
         "findings": [

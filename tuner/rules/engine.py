@@ -8,7 +8,16 @@ from typing import Any
 
 from tuner.facts.target import Target
 from tuner.rules.conditions import holds
-from tuner.rules.model import Explanation, Finding, Rule, RuleBase, Setting, SettingRec
+from tuner.rules.model import (
+    Condition,
+    Explanation,
+    FactRef,
+    Finding,
+    Rule,
+    RuleBase,
+    Setting,
+    SettingRec,
+)
 from tuner.tunables.registry import TUNABLES
 
 # The fact holding a tunable's current value, where targets carry one: a bound such as
@@ -67,7 +76,7 @@ def _run(rule: Rule, targets: list[Target]) -> tuple[list[Finding], Explanation]
         results = [(c, holds(c, target.facts)) for c in rule.when]
         if any(result is False for _, result in results):
             continue
-        missing = {c.fact for c, result in results if result is None}
+        missing = {name for c, result in results if result is None for name in _unknown(c, target)}
         if missing:
             unknown[target.name] = missing
             continue
@@ -82,6 +91,14 @@ def _run(rule: Rule, targets: list[Target]) -> tuple[list[Finding], Explanation]
     return [], Explanation(
         rule.id, "condition false", f"{conditions} holds on none of {len(targets)} targets"
     )
+
+
+def _unknown(condition: Condition, target: Target) -> list[str]:
+    """The facts of a condition that the target does not know."""
+    names = [condition.fact]
+    if isinstance(condition.value, FactRef):
+        names.append(condition.value.name)
+    return [name for name in names if target.facts.get(name) is None]
 
 
 def _finding(rule: Rule, target: Target) -> Finding:

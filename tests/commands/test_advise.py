@@ -1,0 +1,102 @@
+"""`iotuner advise` as users run it: real dumps, the live host, and every kind of bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import HWLOC_DUMPS
+from tuner.resources import rules_dir
+
+
+def iotuner(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tuner.cli", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize("dump", HWLOC_DUMPS)
+def test_advise_runs_cleanly_on_every_hwloc_dump(hwloc_root, dump: str) -> None:  # type: ignore[no-untyped-def]
+    for workload in ("stream-read", "disk-to-network"):
+        result = iotuner(
+            "advise", "--root", str(hwloc_root(dump)), "--workload", workload, "--json"
+        )
+        assert result.returncode in (0, 1), result.stderr
+        assert "Traceback" not in result.stderr
+        doc = json.loads(result.stdout)
+        for finding in doc["findings"]:
+            assert finding["evidence"] and finding["sources"], finding
+            assert "{" not in finding["evidence"], finding["evidence"]
+
+
+def test_explain_lists_every_rule_with_its_outcome(hwloc_root) -> None:  # type: ignore[no-untyped-def]
+    root = hwloc_root("32em64t-2n8c+dax+nvme+mic+dimms")
+    doc = json.loads(iotuner("advise", "--root", str(root), "--explain", "--json").stdout)
+    outcomes = {e["rule"]: e["status"] for e in doc["explanations"]}
+    assert len(outcomes) >= 24
+    # No --link-gbps/--rtt-ms: socket-buffer rules cannot know the bandwidth-delay product.
+    doc = json.loads(
+        iotuner(
+            "advise", "--root", str(root), "--workload", "disk-to-network", "--explain", "--json"
+        ).stdout
+    )
+    tcp = next(e for e in doc["explanations"] if e["rule"] == "tcp-rmem-below-bdp")
+    assert tcp["status"] == "facts unknown" and "bdp_bytes" in tcp["detail"]
+
+
+def test_plan_out_writes_a_plan_of_the_findings(hwloc_root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    plan = tmp_path / "plan.yaml"
+    root = hwloc_root("32em64t-2n8c+dax+nvme+mic+dimms")
+    result = iotuner("advise", "--root", str(root), "--plan-out", str(plan))
+    assert result.returncode in (0, 1), result.stderr
+    doc = yaml.safe_load(plan.read_text())
+    assert doc["plan_version"] == 1 and doc["workload"] == "stream-read"
+    assert all(entry["key"] and entry["target"] for entry in doc["entries"])
+
+
+@pytest.mark.live
+def test_live_advise_claims_nothing_about_absent_hardware() -> None:
+    result = iotuner("advise", "--json", "--explain")
+    assert result.returncode in (0, 1), result.stderr
+    doc = json.loads(result.stdout)
+    real = (
+        {p.name for p in Path("/sys/bus/pci/devices").iterdir()}
+        | set(p.name for p in Path("/sys/class/block").iterdir())
+        | {p.name for p in Path("/sys/class/net").iterdir()}
+    )
+    for finding in doc["findings"]:
+        target = finding["target"]
+        assert target in real or target in ("host", "vm") or target.startswith("/"), target
+
+
+def test_unknown_workload_is_bad_input() -> None:
+    result = iotuner("advise", "--workload", "streaming", "--root", "/nonexistent")
+    assert result.returncode == 2
+    assert "unknown workload" in result.stderr and "stream-read" in result.stderr
+
+
+def test_broken_rule_file_exits_2_naming_file_and_line(tmp_path: Path) -> None:
+    rules = tmp_path / "rules"
+    shutil.copytree(rules_dir(), rules)
+    text = (rules / "queues.yaml").read_text()
+    (rules / "queues.yaml").write_text(text.replace("lesson: readahead", "lesson: read-ahead", 1))
+    result = iotuner("advise", "--rules", str(rules), "--root", "/nonexistent")
+    assert result.returncode == 2
+    line = result.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line
+    assert "queues.yaml:" in line and "unknown lesson 'read-ahead'" in line
+
+
+def test_rules_list_and_show() -> None:
+    listed = json.loads(iotuner("rules", "list", "--json").stdout)
+    assert len(listed) >= 24
+    shown = iotuner("rules", "show", listed[0]["id"])
+    assert shown.returncode == 0 and listed[0]["id"] in shown.stdout
+    missing = iotuner("rules", "show", "no-such-rule")
+    assert missing.returncode == 2 and "no rule 'no-such-rule'" in missing.stderr
