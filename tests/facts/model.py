@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from benchmarks.synthetic_host import disk_name
 from probes.ids import MACHINE_ID, block_id, net_id, pci_bus_id, pci_id, port_id
 from tuner.topology import (
     BlockDevice,
@@ -228,16 +229,7 @@ def sas_hba_with_disks(
         narrow = host.port(f"port-{h}:0:{slot}", expander, "sas_port", wide_gbps, 1)
         end = host.port(f"end_device-{h}:0:{slot}", narrow, "end_device")
         lun = host.port(f"{h}:0:{slot}:0", end, "lun")
-        name = f"sd{_letters(first + slot)}"
+        name = disk_name(first + slot)
         host.disk(name, lun)
         names.append(name)
     return names
-
-
-def _letters(index: int) -> str:
-    letters = ""
-    index += 1
-    while index:
-        index, rem = divmod(index - 1, 26)
-        letters = chr(ord("a") + rem) + letters
-    return letters
