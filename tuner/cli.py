@@ -9,8 +9,9 @@ import typer
 from rich.console import Console
 
 from tuner import __version__
-from tuner.commands import advise, probe, rules
+from tuner.commands import advise, lab, probe, rollback, rules
 from tuner.errors import IotunerError
+from tuner.recovery import recover_if_needed
 
 app = typer.Typer(
     name="iotuner",
@@ -22,6 +23,8 @@ app = typer.Typer(
 app.command(name="probe")(probe.probe)
 app.command(name="advise")(advise.advise)
 app.add_typer(rules.app, name="rules")
+app.command(name="rollback")(rollback.rollback)
+app.add_typer(lab.app, name="lab")
 
 
 def _version(value: bool) -> None:
@@ -32,6 +35,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: Annotated[
         bool,
         typer.Option(
@@ -40,6 +44,8 @@ def _root(
     ] = False,
 ) -> None:
     """Exit codes: 0 ok, 1 findings or failure, 2 bad input."""
+    # Values a killed iotuner left changed are put back before anything else runs.
+    recover_if_needed(ctx.invoked_subcommand)
 
 
 def main() -> None:

@@ -1,7 +1,8 @@
 """The keys of every tunable, with the scope a value applies to and how it is persisted.
 
-Rules may only recommend keys listed here (the rule loader checks). Reading, writing and
-validating values against the kernel's domain is added per key by the tune issue.
+Rules may only recommend keys listed here (the rule loader checks). Each key's reading,
+validating and writing lives in tuner/tunables/{block,sysctl,nic,irq,cpu}.py, paired with its
+key by tuner/tunables/table.py, which refuses to load if the two lists ever disagree.
 """
 
 from __future__ import annotations

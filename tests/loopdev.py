@@ -1,0 +1,62 @@
+"""A real loop device over a /dev/shm file for tests that need the kernel's own answers.
+
+Loop devices keep their queue settings after they are detached, so the device's settings are
+put back as found before it is detached, and the file removed, whatever the test did.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+import pytest
+
+SETTINGS = ("scheduler", "nr_requests", "read_ahead_kb", "max_sectors_kb", "rq_affinity",
+            "nomerges", "write_cache")  # fmt: skip
+
+
+def need_root() -> None:
+    """Skip unless running as root with losetup."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to create loop devices")
+    if subprocess.run(["losetup", "--version"], capture_output=True).returncode != 0:
+        pytest.skip("needs losetup")
+
+
+def _queue(name: str) -> Path:
+    return Path(f"/sys/block/{name}/queue")
+
+
+@contextmanager
+def loop_device(size_mb: int = 64) -> Iterator[str]:
+    """A fresh loop device's kernel name ("loop5"); detached and its file removed after."""
+    need_root()
+    backing = Path(f"/dev/shm/iotuner-test-{uuid.uuid4().hex[:12]}.img")
+    with backing.open("wb") as f:
+        f.truncate(size_mb << 20)
+    try:
+        device = subprocess.run(["losetup", "--find", "--show", str(backing)], check=True,
+                                capture_output=True, text=True).stdout.strip()  # fmt: skip
+        name = device.removeprefix("/dev/")
+        found = {s: (_queue(name) / s).read_text().strip() for s in SETTINGS}
+        try:
+            yield name
+        finally:
+            _put_back(name, found)
+            subprocess.run(["losetup", "--detach", device], check=False)
+    finally:
+        backing.unlink(missing_ok=True)
+
+
+def _put_back(name: str, found: dict[str, str]) -> None:
+    """The scheduler first (it resets nr_requests), then the rest; best effort each."""
+    for setting in SETTINGS:
+        value = found[setting]
+        if setting == "scheduler":
+            value = value.split("[", 1)[1].split("]", 1)[0] if "[" in value else value
+        with suppress(OSError):
+            (_queue(name) / setting).write_text(value + "\n")

@@ -1,0 +1,263 @@
+"""The journal: durable originals, live and dead sessions, recovery, and killed processes.
+
+Processes that change settings are real child processes (tests/journal_child.py) that die the
+way a tune can: SIGKILL, SIGTERM, Ctrl-C, or an exit without restoring.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.loopdev import loop_device
+from tests.sysfs_tree import SysTree
+from tests.tunables.hostroot import build_host
+from tuner.journal import Journal, Session, recover
+from tuner.process import process_start_time
+from tuner.tunables.access import Tunables
+from tuner.tunables.engine import TunableEngine
+
+FIXTURE_SETTINGS = ("block.read_ahead_kb=loop3=4096", "vm.dirty_ratio=host=40",
+                    "block.scheduler=loop3=mq-deadline")  # fmt: skip
+
+
+@pytest.fixture
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "state"
+    monkeypatch.setenv("IOTUNER_STATE_DIR", str(path))
+    return path
+
+
+@pytest.fixture
+def host(tree: SysTree) -> SysTree:
+    return build_host(tree)
+
+
+def child(root: Path | str, mode: str, *settings: str) -> subprocess.Popen[str]:
+    """Start tests/journal_child.py and wait until it has applied its settings."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.journal_child", str(root), mode, *settings],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )  # fmt: skip
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if line.strip() != "applied":
+        proc.kill()
+        raise AssertionError(f"child did not apply: {line!r} {proc.communicate()[1]}")
+    return proc
+
+
+def engine_factory(journal: Journal):  # type: ignore[no-untyped-def]
+    return lambda root: TunableEngine(root, journal)
+
+
+def read_all(root: Path | str, settings: tuple[str, ...]) -> list[object]:
+    tunables = Tunables(root)
+    return [tunables.read(*word.split("=")[:2]) for word in settings]
+
+
+# -- the database ----------------------------------------------------------------------------
+
+
+def test_database_is_durable_and_private(state: Path) -> None:
+    with Journal() as journal:
+        assert journal.path == state / "state.db"
+        assert journal.db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+        assert journal.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert (state / "state.db").stat().st_mode & 0o777 == 0o600
+
+
+def test_path_can_be_given(tmp_path: Path) -> None:
+    with Journal(tmp_path / "elsewhere" / "j.db") as journal:
+        journal.session("/")
+    assert (tmp_path / "elsewhere" / "j.db").exists()
+
+
+def test_one_session_per_process_and_root(state: Path) -> None:
+    with Journal(command="iotuner tune") as journal:
+        first = journal.session("/")
+        assert journal.session("/") == first
+        assert journal.session("/srv/capture") != first
+        (live, _) = journal.sessions()
+        assert (live.pid, live.command, live.root) == (os.getpid(), "iotuner tune", "/")
+        assert live.start_time == process_start_time(os.getpid())
+        assert journal.is_alive(live)
+
+
+def test_a_reused_pid_is_not_the_session(state: Path) -> None:
+    with Journal() as journal:
+        live = journal.sessions()[0] if journal.sessions() else None
+        assert live is None
+        me = Session(1, os.getpid(), process_start_time(os.getpid()), None, "/", "x", "", None)
+        assert journal.is_alive(me)
+        # Same pid, another start time: the pid was reused by this process.
+        assert not journal.is_alive(Session(1, os.getpid(), 1, None, "/", "x", "", None))
+        assert not journal.is_alive(Session(1, os.getpid(), me.start_time, "other-boot", "/",
+                                            "x", "", None))  # fmt: skip
+
+
+def test_dead_and_zombie_processes_are_gone() -> None:
+    proc = subprocess.Popen(["sleep", "30"])
+    started = process_start_time(proc.pid)
+    assert started is not None
+    proc.kill()
+    time.sleep(0.2)  # killed but not reaped: a zombie
+    assert process_start_time(proc.pid) is None
+    proc.wait()
+    assert process_start_time(proc.pid) is None
+
+
+# -- originals before the change -------------------------------------------------------------
+
+
+def test_originals_are_committed_before_the_values_change(state: Path, host: SysTree) -> None:
+    """While the child sleeps after applying, another connection sees every original."""
+    before = read_all(host.root, FIXTURE_SETTINGS)
+    proc = child(host.root, "sleep", *FIXTURE_SETTINGS)
+    try:
+        db = sqlite3.connect(state / "state.db")
+        rows = db.execute("SELECT key, original, written_at FROM changes ORDER BY seq").fetchall()
+        db.close()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert [row[0] for row in rows] == ["block.scheduler", "block.read_ahead_kb", "vm.dirty_ratio"]
+    assert sorted(row[1] for row in rows) == sorted(f"{v!r}".replace("'", '"') for v in before)
+    assert all(row[2] for row in rows)
+
+
+# -- recovery --------------------------------------------------------------------------------
+
+
+def test_recover_restores_dead_sessions_newest_first(state: Path, host: SysTree) -> None:
+    before = read_all(host.root, FIXTURE_SETTINGS)
+    child(host.root, "exit", *FIXTURE_SETTINGS).wait()
+    child(host.root, "exit", "block.read_ahead_kb=loop3=8192").wait()
+    assert read_all(host.root, FIXTURE_SETTINGS)[0] == 8192
+    with Journal() as journal:
+        results = recover(engine_factory(journal), journal)
+        assert [r.outcome for r in results] == ["restored"] * 4
+        assert [r.change.id for r in results] == sorted(
+            (r.change.id for r in results), reverse=True
+        )
+        assert journal.open_changes() == []
+        assert recover(engine_factory(journal), journal) == []
+    assert read_all(host.root, FIXTURE_SETTINGS) == before
+
+
+def test_recover_leaves_live_sessions_alone(state: Path, host: SysTree) -> None:
+    proc = child(host.root, "sleep", *FIXTURE_SETTINGS)
+    try:
+        with Journal() as journal:
+            assert recover(engine_factory(journal), journal) == []
+            assert len(journal.open_changes()) == 3
+            taken = recover(engine_factory(journal), journal, include_live=True)
+            assert [r.outcome for r in taken] == ["restored"] * 3
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_changes_of_an_earlier_boot_are_dropped_unwritten(state: Path, host: SysTree) -> None:
+    child(host.root, "exit", "block.read_ahead_kb=loop3=4096").wait()
+    with Journal() as journal:
+        journal.db.execute("UPDATE sessions SET boot_id = 'an-earlier-boot'")
+        (result,) = recover(engine_factory(journal), journal)
+        assert result.outcome == "reboot"
+    assert Tunables(host.root).read("block.read_ahead_kb", "loop3") == 4096
+
+
+def test_a_vanished_device_is_closed_and_a_refusal_kept_open(state: Path, host: SysTree) -> None:
+    child(host.root, "exit", "block.read_ahead_kb=loop3=4096", "vm.dirty_ratio=host=40").wait()
+    os.rename(host.root / "sys/block/loop3", host.root / "sys/block/loop3.gone")
+    ratio = host.root / "proc/sys/vm/dirty_ratio"
+    if subprocess.run(["chattr", "+i", str(ratio)], capture_output=True).returncode != 0:
+        pytest.skip("needs chattr +i to make a write fail")
+    try:
+        with Journal() as journal:
+            results = {r.change.key: r for r in recover(engine_factory(journal), journal)}
+            assert results["block.read_ahead_kb"].outcome == "gone"
+            assert "no such block device" in results["block.read_ahead_kb"].message
+            assert results["vm.dirty_ratio"].outcome == "failed"
+            assert "not permitted here" in results["vm.dirty_ratio"].message
+            assert [c.key for c in journal.open_changes()] == ["vm.dirty_ratio"]
+    finally:
+        subprocess.run(["chattr", "-i", str(ratio)], check=True)
+    with Journal() as journal:
+        assert [r.outcome for r in recover(engine_factory(journal), journal)] == ["restored"]
+    assert Tunables(host.root).read("vm.dirty_ratio", "host") == 20
+
+
+# -- killed on a real loop device ------------------------------------------------------------
+
+
+@pytest.fixture
+def loop() -> Iterator[str]:
+    with loop_device() as name:
+        yield name
+
+
+def loop_settings(loop: str) -> tuple[str, ...]:
+    return (f"block.read_ahead_kb={loop}=4096", f"block.scheduler={loop}=mq-deadline",
+            f"block.nr_requests={loop}=64")  # fmt: skip
+
+
+def iotuner(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tuner.cli", *args], capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+
+
+@pytest.mark.lab
+def test_kill_9_then_rollback_puts_every_value_back(state: Path, loop: str) -> None:
+    settings = loop_settings(loop)
+    before = read_all("/", settings)
+    proc = child("/", "sleep", *settings)
+    assert read_all("/", settings) == [4096, "mq-deadline", 64]
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait() == -signal.SIGKILL
+    assert read_all("/", settings) == [4096, "mq-deadline", 64], "nothing restored them yet"
+    result = iotuner("rollback")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("restored ") == 3
+    assert read_all("/", settings) == before
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize("after_s", [0.05, 0.2, 0.5])
+def test_kill_9_in_the_middle_of_trials(state: Path, loop: str, after_s: float) -> None:
+    """A tune applies and restores over and over; wherever SIGKILL lands, rollback recovers."""
+    settings = loop_settings(loop)
+    before = read_all("/", settings)
+    proc = child("/", "trials", *settings)
+    time.sleep(after_s)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    result = iotuner("rollback", "--json")
+    assert result.returncode == 0, result.stderr
+    assert read_all("/", settings) == before
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize(("signo", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_sigterm_and_ctrl_c_restore_by_themselves(
+    state: Path, loop: str, signo: int, code: int
+) -> None:
+    settings = loop_settings(loop)
+    before = read_all("/", settings)
+    proc = child("/", "signals", *settings)
+    proc.send_signal(signo)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == code
+    assert stderr.strip() == f"iotuner: {signal.Signals(signo).name}, restored 3 setting(s)"
+    assert read_all("/", settings) == before
+    with Journal() as journal:
+        assert journal.open_changes() == []

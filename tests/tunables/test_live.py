@@ -1,0 +1,116 @@
+"""The tunables against the real kernel: a loop device over /dev/shm, and the host's vm.*.
+
+Every value changed here is put back in a `finally`, and the loop device's settings are reset
+before it is detached (tests/loopdev.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.loopdev import loop_device
+from tuner.tunables.access import Tunables
+from tuner.tunables.base import InvalidValue
+from tuner.tunables.engine import TunableEngine
+
+pytestmark = pytest.mark.lab
+
+
+@pytest.fixture
+def loop() -> Iterator[str]:
+    with loop_device() as name:
+        yield name
+
+
+def queue(name: str, attr: str) -> str:
+    return Path(f"/sys/block/{name}/queue/{attr}").read_text().strip()
+
+
+def test_read_ahead_scheduler_and_nr_requests_set_and_restored(loop: str) -> None:
+    tunables = Tunables()
+    before = {k: tunables.read(k, loop) for k in
+              ("block.read_ahead_kb", "block.scheduler", "block.nr_requests")}  # fmt: skip
+    assert before["block.scheduler"] == "none"
+    with TunableEngine(Path("/"), None) as engine:
+        applied = engine.apply({
+            ("block.read_ahead_kb", loop): 4096,
+            ("block.nr_requests", loop): 1024,  # deeper than 128: only with the scheduler below
+            ("block.scheduler", f"/dev/{loop}"): "mq-deadline",
+        })  # fmt: skip
+        assert [a.key for a in applied] == ["block.scheduler", "block.read_ahead_kb",
+                                            "block.nr_requests"], "scheduler first"  # fmt: skip
+        assert queue(loop, "read_ahead_kb") == "4096"
+        assert queue(loop, "nr_requests") == "1024"
+        assert "[mq-deadline]" in queue(loop, "scheduler")
+    assert {k: tunables.read(k, loop) for k in before} == before
+
+
+def test_the_refused_depth_is_what_the_kernel_refuses(loop: str) -> None:
+    with pytest.raises(InvalidValue, match=f"block.nr_requests on {loop}: 256 exceeds 128, "
+                       "the most the kernel accepts with scheduler none"):  # fmt: skip
+        Tunables().validate("block.nr_requests", loop, 256)
+    with pytest.raises(OSError):
+        Path(f"/sys/block/{loop}/queue/nr_requests").write_text("256\n")
+    Path(f"/sys/block/{loop}/queue/nr_requests").write_text("128\n")
+
+
+def test_a_silent_adjustment_is_reported(loop: str) -> None:
+    with TunableEngine(Path("/"), None) as engine:
+        (applied,) = engine.apply({("block.read_ahead_kb", loop): 4093})
+    assert applied.adjusted and applied.actual == 4092, "the kernel keeps whole 4 KB pages"
+    assert queue(loop, "read_ahead_kb") == "128"
+
+
+def test_a_scheduler_change_restores_a_custom_depth(loop: str) -> None:
+    """Going back to none resets nr_requests to 128: the saved depth is written after it."""
+    Path(f"/sys/block/{loop}/queue/nr_requests").write_text("64\n")
+    with TunableEngine(Path("/"), None) as engine:
+        engine.apply({("block.scheduler", loop): "mq-deadline"})
+        assert queue(loop, "nr_requests") == "256"
+    assert "[none]" in queue(loop, "scheduler")
+    assert queue(loop, "nr_requests") == "64"
+
+
+def sysctl(key: str) -> str:
+    return Path("/proc/sys", *key.split(".")).read_text().strip()
+
+
+def put(key: str, value: str) -> None:
+    Path("/proc/sys", *key.split(".")).write_text(value + "\n")
+
+
+def test_vm_dirty_background_ratio_on_the_live_host() -> None:
+    original = sysctl("vm.dirty_background_ratio")
+    if original == "0":
+        pytest.skip("this host sets vm.dirty_background_bytes instead")
+    wanted = 7 if original != "7" else 8
+    try:
+        with TunableEngine(Path("/"), None) as engine:
+            engine.apply({("vm.dirty_background_ratio", "host"): wanted})
+            assert sysctl("vm.dirty_background_ratio") == str(wanted)
+        assert sysctl("vm.dirty_background_ratio") == original
+    finally:
+        put("vm.dirty_background_ratio", original)
+
+
+def test_vm_dirty_background_bytes_gives_the_ratio_back() -> None:
+    """Writing the bytes zeroes the ratio; the restore writes the ratio, which zeroes the bytes."""
+    ratio, size = sysctl("vm.dirty_background_ratio"), sysctl("vm.dirty_background_bytes")
+    if ratio == "0":
+        pytest.skip("this host sets vm.dirty_background_bytes instead")
+    try:
+        with TunableEngine(Path("/"), None) as engine:
+            engine.apply({("vm.dirty_background_bytes", "host"): 64 << 20})
+            assert (sysctl("vm.dirty_background_ratio"), sysctl("vm.dirty_background_bytes")) == (
+                "0",
+                str(64 << 20),
+            )
+        assert (sysctl("vm.dirty_background_ratio"), sysctl("vm.dirty_background_bytes")) == (
+            ratio,
+            size,
+        )
+    finally:
+        put("vm.dirty_background_ratio", ratio)

@@ -1,0 +1,86 @@
+"""vm.* and net.* sysctls on a fixture tree: normalised reads, writes, and every refusal."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.sysfs_tree import SysTree
+from tuner.tunables.access import Tunables
+from tuner.tunables.base import InvalidValue, TunableError
+
+
+def text(host: SysTree, key: str) -> str:
+    return (host.root / "proc/sys" / key.replace(".", "/")).read_text().strip()
+
+
+def test_reads_are_normalised(tunables: Tunables) -> None:
+    assert tunables.read("net.ipv4.tcp_rmem", "host") == (4096, 131072, 6291456)
+    assert tunables.read("vm.dirty_ratio", "host") == 20
+    assert tunables.read("net.ipv4.tcp_congestion_control", "host") == "cubic"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "written"),
+    [
+        ("vm.dirty_background_bytes", 268435456, "268435456"),
+        ("vm.dirty_background_ratio", 5, "5"),
+        ("vm.dirty_bytes", 8192, "8192"),
+        ("vm.dirty_ratio", 100, "100"),
+        ("vm.dirty_expire_centisecs", 1500, "1500"),
+        ("net.ipv4.tcp_rmem", "4096 87380 134217728", "4096 87380 134217728"),
+        ("net.ipv4.tcp_wmem", [4096, 65536, 134217728], "4096 65536 134217728"),
+        ("net.ipv4.tcp_wmem", (4096, 4096, 4096), "4096 4096 4096"),
+        ("net.core.rmem_max", 134217728, "134217728"),
+        ("net.core.wmem_max", "134217728", "134217728"),
+        ("net.ipv4.tcp_congestion_control", "reno", "reno"),
+    ],
+)
+def test_happy_path(
+    tunables: Tunables, host: SysTree, key: str, value: object, written: str
+) -> None:
+    tunables.write(key, "host", value)
+    assert text(host, key) == written
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "why"),
+    [
+        ("vm.dirty_background_ratio", 101, "101 exceeds 100, the most the kernel accepts"),
+        ("vm.dirty_ratio", -1, "-1 is below 0, the least the kernel accepts"),
+        ("vm.dirty_background_bytes", 0, "0 is below 1, the least the kernel accepts "
+         "(to use a ratio instead, set vm.dirty_background_ratio)"),
+        ("vm.dirty_bytes", 4096, "4096 is below 8192, the least the kernel accepts "
+         "(to use a ratio instead, set vm.dirty_ratio)"),
+        ("vm.dirty_expire_centisecs", 2**31, "2147483648 exceeds 2147483647, the most the "
+         "kernel accepts"),
+        ("net.ipv4.tcp_rmem", "4096 87380", "expected three integers (min default max), "
+         "got '4096 87380'"),
+        ("net.ipv4.tcp_rmem", "4096 1000 2000", "(4096, 1000, 2000) is not ascending "
+         "(min <= default <= max)"),
+        ("net.ipv4.tcp_wmem", (0, 16384, 4194304), "(0, 16384, 4194304) must be positive "
+         "integers below 2^31"),
+        ("net.ipv4.tcp_wmem", 4096, "expected three integers (min default max), got 4096"),
+        ("net.core.rmem_max", 1000, "1000 is below 2304, the least the kernel accepts"),
+        ("net.core.wmem_max", 2**31, "2147483648 exceeds 2147483647, the most the kernel accepts"),
+        ("net.ipv4.tcp_congestion_control", "bbr", "'bbr' is not available (loaded: reno, "
+         "cubic; try modprobe tcp_bbr)"),
+    ],
+)  # fmt: skip
+def test_refusals(tunables: Tunables, host: SysTree, key: str, value: object, why: str) -> None:
+    before = text(host, key)
+    with pytest.raises(InvalidValue) as err:
+        tunables.write(key, "host", value)
+    assert str(err.value) == f"{key} on host: {why}"
+    assert text(host, key) == before
+
+
+def test_a_host_without_the_sysctl_is_named(tree: SysTree) -> None:
+    with pytest.raises(TunableError, match=r"vm.dirty_ratio on host: cannot read "
+                       r"/proc/sys/vm/dirty_ratio"):  # fmt: skip
+        Tunables(tree.root).validate("vm.dirty_ratio", "host", 10)
+
+
+def test_dirty_pairs_save_their_partner(tunables: Tunables) -> None:
+    saved = tunables.save("vm.dirty_background_bytes", "host")
+    assert saved.original == 0
+    assert saved.coupled == {"vm.dirty_background_ratio": 10}

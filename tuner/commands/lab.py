@@ -1,0 +1,116 @@
+"""`iotuner lab up SPEC | down | status`: the emulated storage topology (docs/lab.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from tuner.codec import encode
+from tuner.lab import Lab, builtin_spec_names, lab_check, lab_down, lab_up, load_spec
+from tuner.units import human_bytes, human_rate
+
+app = typer.Typer(
+    help="Build, inspect and remove an emulated storage lab (loop devices, buses, ceilings).",
+    no_args_is_help=True,
+)
+
+JSON_OPTION = typer.Option("--json", help="Print the result as JSON.")
+
+
+@app.command(name="up")
+def up(
+    spec: Annotated[
+        str,
+        typer.Argument(
+            help=f"A built-in spec ({', '.join(builtin_spec_names())}) or a spec .yaml file."
+        ),
+    ],
+    as_json: Annotated[bool, JSON_OPTION] = False,
+) -> None:
+    """Build the lab a spec describes; refuses if one is already up (`lab down` first)."""
+    parsed = load_spec(spec)
+    started = time.monotonic()
+    lab = lab_up(parsed)
+    if as_json:
+        sys.stdout.write(json.dumps(encode(lab), indent=2) + "\n")
+        return
+    console = Console()
+    console.print(_lab_table(lab, f"lab {lab.spec_name} up in {time.monotonic() - started:.0f} s"))
+    if lab.mountpoint:
+        console.print(f"scratch file system: {lab.mountpoint}", highlight=False)
+    if lab.cgroup:
+        console.print(f"ceilings apply to processes in {lab.cgroup}", highlight=False)
+
+
+@app.command(name="down")
+def down(as_json: Annotated[bool, JSON_OPTION] = False) -> None:
+    """Remove everything the lab created, also after a crash; 'no lab' if there is none."""
+    removed = lab_down()
+    if as_json:
+        sys.stdout.write(json.dumps({"removed": removed}, indent=2) + "\n")
+    elif not removed:
+        typer.echo("no lab")
+    else:
+        typer.echo("\n".join(f"removed {line}" for line in removed))
+
+
+@app.command(name="status")
+def status(as_json: Annotated[bool, JSON_OPTION] = False) -> None:
+    """What the lab has (devices, ceilings, mountpoints), checked against the system.
+
+    Exit 0 when no lab is recorded or the lab checks out, 1 when the system disagrees.
+    """
+    check = lab_check()
+    if as_json:
+        sys.stdout.write(json.dumps(encode(check), indent=2) + "\n")
+    elif check is None:
+        typer.echo("no lab")
+    else:
+        console = Console()
+        if check.lab is not None:
+            console.print(_lab_table(check.lab, f"lab {check.spec_name} ({check.state})"))
+        table = Table(title=f"recorded in {check.record}", title_justify="left")
+        for column in ("kind", "name", "device", "target", "present", "ceilings now"):
+            table.add_column(column)
+        for part in check.parts:
+            table.add_row(part.kind, part.label, part.device or "-", part.target,
+                          "yes" if part.present else "[red]no[/]",
+                          _caps_text(part.caps or {}))  # fmt: skip
+        console.print(table)
+        for problem in check.problems:
+            console.print(f"[red]problem:[/] {problem}", highlight=False)
+    if check is not None and check.problems:
+        raise typer.Exit(1)
+
+
+def _lab_table(lab: Lab, title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in ("name", "device", "bus", "read", "write", "IOPS", "size", "mount"):
+        table.add_column(column)
+    for bus in lab.buses:
+        table.add_row(bus.name, bus.device, "-", human_rate(bus.read_mbps),
+                      human_rate(bus.write_mbps), "-", "-", bus.mountpoint)  # fmt: skip
+    for disk in lab.disks:
+        table.add_row(disk.name, disk.device, disk.bus or "-", human_rate(disk.read_mbps),
+                      human_rate(disk.write_mbps), str(disk.iops), human_bytes(disk.size_bytes),
+                      "-")  # fmt: skip
+    if lab.stripe:
+        table.add_row("stripe", "btrfs raid0", "-", "-", "-", "-", "-", lab.stripe)
+    return table
+
+
+def _caps_text(caps: dict[str, int]) -> str:
+    """{'read_bps': 250000000, 'read_iops': 200, ...} -> 'read 250 MB/s, write 250 MB/s, ...'."""
+    parts = []
+    for key, unit in (("read_bps", "MB/s"), ("write_bps", "MB/s"), ("read_iops", "IOPS"),
+                      ("write_iops", "IOPS")):  # fmt: skip
+        if caps.get(key):
+            value = caps[key] / 1e6 if unit == "MB/s" else caps[key]
+            parts.append(f"{key.split('_')[0]} {value:g} {unit}")
+    return ", ".join(parts)

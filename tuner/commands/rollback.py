@@ -1,0 +1,106 @@
+"""`iotuner rollback`: put back every value the journal holds changed and not restored.
+
+By default only what dead sessions left (a tune killed with SIGKILL, a power cut); `--all`
+also takes what running iotuner processes changed, after `--yes`. Values an apply kept on
+purpose are not touched (the apply issue adds `--to ID` for those).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from tuner.errors import BadInput, IotunerError
+from tuner.recovery import journal_path
+
+
+def rollback(
+    all_sessions: Annotated[
+        bool,
+        typer.Option("--all", help="Also restore what running iotuner processes changed."),
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm --all.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print what was done as JSON.")] = False,
+) -> None:
+    """Restore every journaled original still changed (exit 1 if any could not be)."""
+    path = journal_path()
+    if not path.exists():
+        _report([], {}, [], as_json)
+        return
+    from tuner.journal import Journal, recover
+    from tuner.tunables.engine import TunableEngine
+
+    with Journal(path) as journal:
+        sessions = {s.id: s for s in journal.sessions()}
+        open_sessions = {c.session for c in journal.open_changes()}
+        live = [
+            s
+            for s in sessions.values()
+            if s.id in open_sessions and s.pid != os.getpid() and journal.is_alive(s)
+        ]
+        if all_sessions and live and not yes:
+            who = ", ".join(f"pid {s.pid} ({s.command})" for s in live)
+            raise BadInput(
+                f"--all also restores what running processes changed ({who}); add --yes to confirm"
+            )
+        results = recover(
+            lambda root: TunableEngine(root, journal), journal, include_live=all_sessions
+        )
+        left = [] if all_sessions else live
+        rows = [_row(r, sessions) for r in results]
+    _report(rows, {s.id: s.pid for s in left}, [r["message"] for r in rows if r["failed"]], as_json)
+    if any(row["failed"] for row in rows):
+        raise IotunerError(f"{sum(row['failed'] for row in rows)} value(s) could not be restored")
+
+
+def _row(result: Any, sessions: dict[int, Any]) -> dict[str, Any]:
+    change, session = result.change, sessions[result.change.session]
+    original = change.saved.original
+    return {
+        "session": change.session,
+        "pid": session.pid,
+        "command": session.command,
+        "key": change.key,
+        "target": change.target,
+        "original": list(original) if isinstance(original, tuple) else original,
+        "outcome": result.outcome,
+        "message": result.message,
+        "failed": result.outcome == "failed",
+    }
+
+
+def _report(
+    rows: list[dict[str, Any]], live: dict[int, int], failures: list[str], as_json: bool
+) -> None:
+    if as_json:
+        doc = {
+            "changes": rows,
+            "restored": sum(1 for r in rows if r["outcome"] == "restored"),
+            "failed": len(failures),
+            "left_running": [{"session": s, "pid": p} for s, p in live.items()],
+        }
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return
+    if not rows:
+        typer.echo("nothing to roll back")
+    for row in rows:
+        typer.echo(_line(row))
+    for session, pid in live.items():
+        typer.echo(f"left session {session} alone: pid {pid} still runs (--all --yes takes it)")
+
+
+def _line(row: dict[str, Any]) -> str:
+    what = f"{row['key']} on {row['target']}"
+    value = row["original"]
+    shown = " ".join(map(str, value)) if isinstance(value, list) else str(value)
+    if row["outcome"] == "restored":
+        return f"restored {what} = {shown}  (session {row['session']}, pid {row['pid']})"
+    if row["outcome"] == "reboot":
+        return f"dropped {what}: changed before the last reboot (session {row['session']})"
+    if row["outcome"] == "gone":
+        return f"dropped {row['message']}"
+    return f"FAILED {row['message']}"

@@ -1,0 +1,235 @@
+"""`lab_up`: build a spec's buses, disks, stripe or file system and ceilings, recording each step.
+
+Layout: every backing file lives in a fresh `/dev/shm/iotuner-lab-ID/`; mounts live under
+`/run/iotuner-lab/ID/` (`buses/NAME`, `fs/DISK`, `stripe`). A bus is a loop device over a tmpfs
+file holding ext4 (lazy init off, so reads of its metadata are real); its disks' files are fully
+written and attached with direct I/O, so a disk's reads cross the bus's loop device and its
+ceiling. Ceilings go on last: filling and mkfs run at memory speed.
+"""
+
+from __future__ import annotations
+
+import secrets
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+
+from tuner.codec import encode
+from tuner.errors import BadInput, IotunerError
+from tuner.lab import system, throttle
+from tuner.lab.model import Lab, LabBus, LabDisk
+from tuner.lab.queue import defaults, read_queue, write_queue
+from tuner.lab.record import LabRecord, Step, load_record, record_path
+from tuner.lab.spec import MIB, BusSpec, DiskSpec, LabSpec
+from tuner.lab.teardown import lab_lock, require_root, teardown
+from tuner.state import state_dir
+from tuner.units import human_bytes
+
+SHM = Path("/dev/shm")
+RUN = Path("/run/iotuner-lab")
+MEMORY_MARGIN = 512 * MIB
+EXT4_OPTIONS = ["-F", "-q", "-m", "0", "-N", "256", "-E", "lazy_itable_init=0,lazy_journal_init=0"]
+
+
+def bus_image_bytes(spec: LabSpec, bus: str) -> int:
+    """The size of a bus's tmpfs image: its disks' files plus room for ext4's own blocks."""
+    disks = sum(d.size_bytes for d in spec.disks_on(bus))
+    return (disks + disks // 32 + 128 * MIB) // MIB * MIB
+
+
+def memory_needed(spec: LabSpec) -> int:
+    """Bytes of tmpfs (memory) the lab takes once filled."""
+    on_buses = sum(bus_image_bytes(spec, b.name) for b in spec.buses)
+    return on_buses + sum(d.size_bytes for d in spec.disks_on(None))
+
+
+def lab_up(spec: LabSpec) -> Lab:
+    """Build the lab `spec` describes and return it.
+
+    Refuses (BadInput, nothing created) when not root, when a lab is already recorded, or when
+    memory is short. On any failure, or Ctrl-C or SIGTERM, it removes what it created and
+    re-raises; after kill -9 the record lets `lab down` finish the job.
+    """
+    require_root("up")
+    where = throttle.backend()
+    with lab_lock():
+        path = record_path(state_dir())
+        existing = load_record(path)
+        if existing is not None:
+            raise BadInput(
+                f"a lab is already up: {existing.spec_name} ({existing.state}, recorded in "
+                f"{path}); run `iotuner lab down` first"
+            )
+        need = memory_needed(spec)
+        free = min(system.free_bytes(str(SHM)), system.mem_available())
+        if need + MEMORY_MARGIN > free:
+            raise BadInput(
+                f"lab {spec.name} needs {human_bytes(need)} of memory in {SHM}; "
+                f"{human_bytes(free)} is available"
+            )
+        record = LabRecord(path, spec.name, spec.source, secrets.token_hex(4))
+        record.save()
+        try:
+            with _sigterm_as_exit():
+                return _Builder(spec, record, where).build()
+        except BaseException as err:
+            _clean_after(spec, record, err)
+            raise
+
+
+def _clean_after(spec: LabSpec, record: LabRecord, err: BaseException) -> None:
+    """Tear down a half-built lab; turn the failure into one line that says what is left."""
+    try:
+        teardown(record)
+    except IotunerError as cleanup:
+        raise system.LabError(
+            f"lab up {spec.name} failed ({err}) and its cleanup too ({cleanup}); "
+            f"run `iotuner lab down`"
+        ) from err
+    if isinstance(err, IotunerError):
+        raise system.LabError(
+            f"lab up {spec.name} failed: {err}; everything it created was removed"
+        ) from err
+
+
+@contextmanager
+def _sigterm_as_exit() -> Iterator[None]:
+    """SIGTERM raises SystemExit while building, so the cleanup above runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _exit(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, _exit)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class _Builder:
+    """Takes the steps of one lab in order, each recorded before it is taken."""
+
+    def __init__(self, spec: LabSpec, record: LabRecord, where: str) -> None:
+        self.spec = spec
+        self.record = record
+        self.where = where
+        self.shm = SHM / f"iotuner-lab-{record.lab_id}"
+        self.run = RUN / record.lab_id
+
+    def build(self) -> Lab:
+        RUN.mkdir(mode=0o755, exist_ok=True)  # shared by labs; removed by down when empty
+        self.directory(self.shm)
+        self.directory(self.run)
+        buses = tuple(self.bus(b) for b in self.spec.buses)
+        mounts = {b.name: Path(b.mountpoint) for b in buses}
+        disks = tuple(self.disk(d, mounts.get(d.bus or "")) for d in self.spec.disks)
+        stripe = self.stripe(disks) if self.spec.stripe else None
+        mountpoint = stripe or self.file_system(disks)
+        cgroup = self.cgroup()
+        for bus in buses:
+            caps = throttle.Caps(_bps(bus.read_mbps), _bps(bus.write_mbps))
+            self.caps(bus.name, bus.device, caps)
+        for disk in disks:
+            caps = throttle.Caps(_bps(disk.read_mbps), _bps(disk.write_mbps), disk.iops, disk.iops)
+            self.caps(disk.name, disk.device, caps)
+        lab = Lab(self.spec.name, disks, buses, stripe, mountpoint, cgroup)
+        self.record.lab = encode(lab)
+        self.record.state = "up"
+        self.record.save()
+        return lab
+
+    def directory(self, path: Path) -> None:
+        step = self.record.intend(Step("dir", str(path)))
+        path.mkdir(mode=0o700)
+        self.record.finish(step)
+
+    def loop(self, backing: Path, label: str, direct_io: bool) -> str:
+        step = self.record.intend(Step("loop", str(backing), label=label))
+        device = system.loop_attach(backing, direct_io)
+        step.device = device
+        step.detail = {"found": read_queue(device)}
+        self.record.save()
+        refused = write_queue(device, defaults(device))
+        if refused:
+            raise system.LabError(f"cannot reset {device}: {'; '.join(refused)}")
+        self.record.finish(step)
+        return device
+
+    def mount(self, source: str, target: Path, label: str, options: str | None = None) -> None:
+        target.mkdir(mode=0o755, parents=True)
+        step = self.record.intend(Step("mount", str(target), device=source, label=label))
+        system.mount(source, str(target), options)
+        self.record.finish(step)
+
+    def bus(self, bus: BusSpec) -> LabBus:
+        image = self.shm / f"{bus.name}.img"
+        system.sparse(image, bus_image_bytes(self.spec, bus.name))
+        device = self.loop(image, bus.name, direct_io=False)
+        system.run(["mkfs.ext4", *EXT4_OPTIONS, device])
+        target = self.run / "buses" / bus.name
+        self.mount(device, target, bus.name)
+        return LabBus(bus.name, device, bus.read_mbps, bus.write_mbps, str(target))
+
+    def disk(self, disk: DiskSpec, bus_mount: Path | None) -> LabDisk:
+        if bus_mount is None:
+            backing = self.shm / f"{disk.name}.img"
+            system.sparse(backing, disk.size_bytes)
+        else:
+            backing = bus_mount / f"{disk.name}.img"
+            system.fill(backing, disk.size_bytes)
+        device = self.loop(backing, disk.name, direct_io=True)
+        return LabDisk(
+            disk.name, device, disk.bus, disk.read_mbps, disk.write_mbps, disk.iops, disk.size_bytes
+        )
+
+    def stripe(self, disks: tuple[LabDisk, ...]) -> str:
+        devices = [d.device for d in disks]
+        # mkfs registers the members with the kernel's btrfs device list: forget them on down.
+        step = self.record.intend(Step("btrfs", devices[0], detail={"devices": devices}))
+        system.run(["mkfs.btrfs", "-f", "-q", "-d", "raid0", "-m", "raid0", *devices])
+        self.record.finish(step)
+        target = self.run / "stripe"
+        options = ",".join(f"device={d}" for d in devices)
+        self.mount(devices[0], target, "stripe", options)
+        return str(target)
+
+    def file_system(self, disks: tuple[LabDisk, ...]) -> str | None:
+        for spec, disk in zip(self.spec.disks, disks, strict=True):
+            if spec.fs == "xfs":
+                system.run(["mkfs.xfs", "-f", "-q", disk.device])
+            elif spec.fs == "ext4":
+                system.run(["mkfs.ext4", *EXT4_OPTIONS, disk.device])
+            else:
+                continue
+            target = self.run / "fs" / disk.name
+            self.mount(disk.device, target, disk.name)
+            return str(target)
+        return None
+
+    def cgroup(self) -> str | None:
+        if self.where == "v1":
+            return None
+        cgroup = throttle.v2_cgroup(self.where.removeprefix("v2:"), self.record.lab_id)
+        step = self.record.intend(Step("cgroup", str(cgroup)))
+        throttle.v2_prepare(cgroup)
+        self.record.finish(step)
+        self.where = str(cgroup)
+        return str(cgroup)
+
+    def caps(self, label: str, device: str, caps: throttle.Caps) -> None:
+        majmin = system.majmin(device)
+        detail = {"where": self.where, "caps": caps.as_dict()}
+        step = Step("throttle", majmin, device=device, label=label, detail=detail)
+        self.record.intend(step)
+        throttle.set_caps(self.where, majmin, caps)
+        self.record.finish(step)
+
+
+def _bps(mbps: float) -> int:
+    return int(mbps * 1_000_000)

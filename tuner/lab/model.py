@@ -1,0 +1,55 @@
+"""What a lab is once it is up: its disks, its buses, and where a stripe or file system sits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class LabBus:
+    """A shared channel: a throttled loop device whose file system holds its disks' files."""
+
+    name: str
+    device: str
+    read_mbps: float
+    write_mbps: float
+    mountpoint: str
+
+
+@dataclass(frozen=True)
+class LabDisk:
+    """An emulated disk: a loop device with MB/s and IOPS ceilings, on a bus or on its own."""
+
+    name: str
+    device: str
+    bus: str | None
+    read_mbps: float
+    write_mbps: float
+    iops: int
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class Lab:
+    """A lab that is up.
+
+    `stripe` is the btrfs raid0 mount over the disks (None without a stripe); `mountpoint` is
+    where scratch files go: the stripe's mount, or a file system on one lab disk (None for raw
+    disks only). `cgroup` is None under cgroup v1, where the rules in the root blkio cgroup
+    throttle every process; under cgroup v2 the ceilings live in this cgroup's `io.max` and only
+    processes moved into it (write the pid to its `cgroup.procs`) are throttled.
+    """
+
+    spec_name: str
+    disks: tuple[LabDisk, ...]
+    buses: tuple[LabBus, ...]
+    stripe: str | None
+    mountpoint: str | None
+    cgroup: str | None = None
+
+    def disk(self, name: str) -> LabDisk:
+        """The disk called `name`; KeyError if there is none."""
+        for disk in self.disks:
+            if disk.name == name:
+                return disk
+        raise KeyError(name)

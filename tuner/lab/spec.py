@@ -1,0 +1,239 @@
+"""Lab specs: the YAML that describes buses, disks and an optional stripe or file system.
+
+A spec is checked whole before anything is created, and every mistake is reported as one line
+naming the file and the field (`three.yaml: disks[1] (d1): iops must be a positive integer`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tuner.errors import BadInput
+
+SPECS_DIR = Path(__file__).with_name("specs")
+STRIPES = ("btrfs-raid0",)
+FILE_SYSTEMS = ("xfs", "ext4")
+MIB = 1 << 20
+MIN_DISK_BYTES = 64 * MIB
+# mkfs.xfs refuses file systems below 300 MiB; btrfs needs room for its chunks on each member.
+MIN_FS_BYTES = {"xfs": 300 * MIB, "ext4": 64 * MIB}
+MIN_STRIPE_MEMBER_BYTES = 256 * MIB
+# btrfs raid0 submits I/O in 64 KiB pieces and block throttling counts them before merging, so
+# a member's IOPS cap also caps its bandwidth at iops x 64 KiB (DESIGN.md, "Things learned").
+BTRFS_PIECE_BYTES = 64 * 1024
+_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB|TiB)?\s*$")
+_UNITS = {None: 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+@dataclass(frozen=True)
+class BusSpec:
+    """A bus: read and write ceilings in MB/s (10^6 bytes per second)."""
+
+    name: str
+    read_mbps: float
+    write_mbps: float
+
+
+@dataclass(frozen=True)
+class DiskSpec:
+    """A disk: MB/s and IOPS ceilings, a size, the bus it sits on and an optional file system."""
+
+    name: str
+    bus: str | None
+    read_mbps: float
+    write_mbps: float
+    iops: int
+    size_bytes: int
+    fs: str | None
+
+
+@dataclass(frozen=True)
+class LabSpec:
+    """A whole lab: its buses, its disks, and an optional stripe over all the disks."""
+
+    name: str
+    description: str
+    buses: tuple[BusSpec, ...]
+    disks: tuple[DiskSpec, ...]
+    stripe: str | None
+    source: str
+
+    def disks_on(self, bus: str | None) -> tuple[DiskSpec, ...]:
+        """The disks on `bus` (None: the disks on no bus), in spec order."""
+        return tuple(d for d in self.disks if d.bus == bus)
+
+
+def builtin_spec_names() -> list[str]:
+    """The names of the specs shipped with iotuner."""
+    return sorted(p.stem for p in SPECS_DIR.glob("*.yaml"))
+
+
+def load_spec(name_or_path: str) -> LabSpec:
+    """A built-in spec by name, or a user's spec from a .yaml file; BadInput if neither works."""
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") or "/" in name_or_path or path.is_file():
+        if not path.is_file():
+            raise BadInput(f"{name_or_path}: no such spec file")
+        return parse_spec(path.read_text(), str(path), default_name=path.stem)
+    builtin = SPECS_DIR / f"{name_or_path}.yaml"
+    if not builtin.is_file():
+        known = ", ".join(builtin_spec_names())
+        raise BadInput(f"no built-in lab spec {name_or_path!r} (built-ins: {known}; or a file)")
+    return parse_spec(builtin.read_text(), name_or_path, default_name=name_or_path)
+
+
+def parse_spec(text: str, source: str, default_name: str) -> LabSpec:
+    """Check and build a spec from YAML text; `source` names it in error messages."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or "cannot be parsed"
+        raise BadInput(f"{source}: not valid YAML{where}: {problem}") from None
+    return _Checker(source).spec(data, default_name)
+
+
+def parse_size(value: object) -> int | None:
+    """'1GiB', '1536MiB', '1.5GiB' or an integer number of bytes -> bytes; None if malformed."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if not isinstance(value, str) or not (match := _SIZE.match(value)):
+        return None
+    return int(float(match.group(1)) * _UNITS[match.group(2)])
+
+
+class _Checker:
+    """Walks the parsed YAML, raising BadInput at the first field that is wrong."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, where: str, why: str) -> BadInput:
+        return BadInput(f"{self.source}: {where}: {why}")
+
+    def mapping(self, value: object, where: str, allowed: tuple[str, ...]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(where, f"expected a mapping, got {_kind(value)}")
+        for key in value:
+            if key not in allowed:
+                raise self.fail(where, f"unknown key {key!r} (known: {', '.join(allowed)})")
+        return value
+
+    def rate(self, entry: dict[str, Any], key: str, where: str) -> float:
+        value = entry.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise self.fail(where, f"{key} must be a positive number of MB/s, got {value!r}")
+        return float(value)
+
+    def name(self, entry: dict[str, Any], where: str, seen: set[str]) -> str:
+        value = entry.get("name")
+        if not isinstance(value, str) or not _NAME.match(value):
+            raise self.fail(where, f"name must match {_NAME.pattern}, got {value!r}")
+        if value in seen:
+            raise self.fail(where, f"name {value!r} is used twice")
+        seen.add(value)
+        return value
+
+    def spec(self, data: object, default_name: str) -> LabSpec:
+        top = self.mapping(data, "spec", ("name", "description", "buses", "disks", "stripe"))
+        name = top.get("name", default_name)
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise self.fail("name", f"must match {_NAME.pattern}, got {name!r}")
+        description = top.get("description", "")
+        if not isinstance(description, str):
+            raise self.fail("description", f"expected text, got {_kind(description)}")
+        seen: set[str] = set()
+        buses = tuple(self.bus(b, i, seen) for i, b in enumerate(self.items(top, "buses", False)))
+        bus_names = {b.name for b in buses}
+        disks = tuple(
+            self.disk(d, i, seen, bus_names) for i, d in enumerate(self.items(top, "disks", True))
+        )
+        for bus in buses:
+            if not any(d.bus == bus.name for d in disks):
+                raise self.fail(f"bus {bus.name!r}", "no disk sits on it")
+        stripe = self.stripe(top.get("stripe"), disks)
+        return LabSpec(name, description.strip(), buses, disks, stripe, self.source)
+
+    def items(self, top: dict[str, Any], key: str, required: bool) -> list[Any]:
+        value = top.get(key)
+        if value is None and not required:
+            return []
+        if not isinstance(value, list) or (required and not value):
+            raise self.fail(key, f"expected a non-empty list, got {_kind(value)}")
+        return value
+
+    def bus(self, raw: object, index: int, seen: set[str]) -> BusSpec:
+        where = f"buses[{index}]"
+        entry = self.mapping(raw, where, ("name", "read_mbps", "write_mbps"))
+        name = self.name(entry, where, seen)
+        where = f"{where} ({name})"
+        read, write = self.rate(entry, "read_mbps", where), self.rate(entry, "write_mbps", where)
+        return BusSpec(name, read, write)
+
+    def disk(self, raw: object, index: int, seen: set[str], buses: set[str]) -> DiskSpec:
+        where = f"disks[{index}]"
+        keys = ("name", "bus", "read_mbps", "write_mbps", "iops", "size", "fs")
+        entry = self.mapping(raw, where, keys)
+        name = self.name(entry, where, seen)
+        where = f"{where} ({name})"
+        bus = entry.get("bus")
+        if bus is not None and bus not in buses:
+            known = ", ".join(sorted(buses)) or "none defined"
+            raise self.fail(where, f"bus {bus!r} is not defined (buses: {known})")
+        iops = entry.get("iops")
+        if isinstance(iops, bool) or not isinstance(iops, int) or iops <= 0:
+            raise self.fail(where, f"iops must be a positive integer, got {iops!r}")
+        size = parse_size(entry.get("size"))
+        if size is None:
+            raise self.fail(where, f"size must be like 1GiB or 512MiB, got {entry.get('size')!r}")
+        size = size // MIB * MIB  # loop devices and O_DIRECT fills want whole MiB
+        if size < MIN_DISK_BYTES:
+            raise self.fail(where, f"size {size} bytes is below the 64 MiB minimum")
+        fs = entry.get("fs")
+        if fs is not None and fs not in FILE_SYSTEMS:
+            raise self.fail(where, f"fs must be one of {', '.join(FILE_SYSTEMS)}, got {fs!r}")
+        if fs is not None and size < MIN_FS_BYTES[fs]:
+            raise self.fail(where, f"{fs} needs at least {MIN_FS_BYTES[fs] // MIB} MiB")
+        read, write = self.rate(entry, "read_mbps", where), self.rate(entry, "write_mbps", where)
+        return DiskSpec(name, bus, read, write, iops, size, fs)
+
+    def stripe(self, value: object, disks: tuple[DiskSpec, ...]) -> str | None:
+        with_fs = [d.name for d in disks if d.fs]
+        if len(with_fs) > 1:
+            raise self.fail("disks", f"only one disk may carry a file system, got {with_fs}")
+        if value is None:
+            return None
+        if value not in STRIPES:
+            why = " (md is not available here)" if str(value).startswith("md") else ""
+            raise self.fail("stripe", f"must be one of {', '.join(STRIPES)}, got {value!r}{why}")
+        if with_fs:
+            raise self.fail("stripe", f"excludes the file system on disk {with_fs[0]!r}")
+        if len(disks) < 2:
+            raise self.fail("stripe", f"needs at least 2 disks, got {len(disks)}")
+        for disk in disks:
+            where = f"disk {disk.name!r}"
+            if disk.size_bytes < MIN_STRIPE_MEMBER_BYTES:
+                raise self.fail(where, "a btrfs raid0 member needs at least 256 MiB")
+            fastest = max(disk.read_mbps, disk.write_mbps) * 1e6
+            if disk.iops * BTRFS_PIECE_BYTES < fastest:
+                need = -(-int(fastest) // BTRFS_PIECE_BYTES)
+                raise self.fail(
+                    where,
+                    f"iops {disk.iops} caps a btrfs raid0 member at "
+                    f"{disk.iops * BTRFS_PIECE_BYTES / 1e6:.0f} MB/s (64 KiB pieces), below its "
+                    f"{fastest / 1e6:.0f} MB/s; give it at least {need} iops",
+                )
+        return str(value)
+
+
+def _kind(value: object) -> str:
+    return "nothing" if value is None else type(value).__name__

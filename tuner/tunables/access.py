@@ -1,0 +1,96 @@
+"""Tunables: read, validate, write, save and restore any registry key below one SysRoot.
+
+    tunables = Tunables(Path("/"))
+    tunables.read("block.scheduler", "loop3")             # "none"
+    tunables.validate("block.nr_requests", "loop3", 256)  # InvalidValue: ... exceeds 128 ...
+    tunables.write("block.read_ahead_kb", "loop3", 4096)
+
+This is the tunables' own interface; saving originals to the journal, verifying and restoring
+in order belong to the engine (tuner/tunables/engine.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tuner.tunables.base import InvalidValue, Pending, Tunable, Value
+from tuner.tunables.sysroot import SysRoot
+from tuner.tunables.table import IMPLEMENTATIONS
+
+
+@dataclass(frozen=True)
+class Saved:
+    """A key's value before a change, with the coupled keys a write of it may disturb."""
+
+    original: Value
+    coupled: dict[str, Value] = field(default_factory=dict)
+
+
+def as_value(data: object) -> Value:
+    """A value back from JSON: lists become tuples (tcp_rmem), ints and strings stay."""
+    if isinstance(data, list):
+        return tuple(int(item) for item in data)
+    if isinstance(data, (int, str, tuple)) and not isinstance(data, bool):
+        return data
+    raise ValueError(f"not a tunable value: {data!r}")
+
+
+class Tunables:
+    """Every tunable of the registry, bound to one root ("/" on the live host)."""
+
+    def __init__(self, root: SysRoot | str | Path = Path("/")) -> None:
+        self.sys = root if isinstance(root, SysRoot) else SysRoot(root)
+
+    def impl(self, key: str) -> Tunable:
+        """The implementation of `key`; InvalidValue for a key the registry does not have."""
+        try:
+            return IMPLEMENTATIONS[key]
+        except KeyError:
+            raise InvalidValue(f"{key}: unknown tunable (see tuner/tunables/registry.py)") from None
+
+    def target(self, key: str, target: str) -> str:
+        """The target as the key's tunable names it ("/dev/loop3" -> "loop3")."""
+        return self.impl(key).target_name(target)
+
+    def read(self, key: str, target: str) -> Value:
+        """The current value, normalised ("[none] mq-deadline" reads "none")."""
+        return self.impl(key).read(self.sys, self.target(key, target))
+
+    def validate(
+        self, key: str, target: str, value: object, *, pending: Pending | None = None
+    ) -> Value:
+        """The value normalised, or InvalidValue/TunableError naming key, target and why."""
+        return self.impl(key).validate(self.sys, self.target(key, target), value, pending or {})
+
+    def write(self, key: str, target: str, value: object) -> Value:
+        """Validate, then write; returns the normalised value written."""
+        checked = self.validate(key, target, value)
+        self.impl(key).write(self.sys, self.target(key, target), checked)
+        return checked
+
+    def expected(self, key: str, target: str, value: Value) -> Value:
+        """What reading back should give once `value` is written (a policy's layout)."""
+        return self.impl(key).expected(self.sys, self.target(key, target), value)
+
+    def save(self, key: str, target: str) -> Saved:
+        """The current value and those of the keys a write of it may change."""
+        impl, name = self.impl(key), self.target(key, target)
+        coupled = {other: self.read(other, name) for other in impl.coupled}
+        return Saved(impl.read(self.sys, name), coupled)
+
+    def restore(self, key: str, target: str, saved: Saved) -> None:
+        """Put a saved value back, then the coupled values its tunable did not handle."""
+        impl, name = self.impl(key), self.target(key, target)
+        handled = impl.restore(self.sys, name, saved.original, saved.coupled)
+        rest: Mapping[str, Value] = {k: v for k, v in saved.coupled.items() if k not in handled}
+        for other, value in rest.items():
+            self.impl(other).write(self.sys, name, value)
+
+
+def format_value(value: object) -> str:
+    """A value as people read it: a triple as "4096 131072 6291456"."""
+    if isinstance(value, (tuple, list)):
+        return " ".join(map(str, value))
+    return str(value)

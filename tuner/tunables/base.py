@@ -1,0 +1,159 @@
+"""What every tunable implements, its errors, and the checks several of them share.
+
+A tunable reads, validates and writes one key of the registry on one target. Validation runs
+before anything is written and refuses what the kernel would refuse, with a one-line message
+naming the key, the target and why. The engine (tuner/tunables/engine.py), not the tunable,
+saves originals, verifies and restores.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Mapping
+from typing import ClassVar
+
+from tuner.errors import BadInput, IotunerError
+from tuner.tunables.sysroot import SysRoot
+
+Value = int | str | tuple[int, ...]
+"""A tunable's value as read and written: an int, a name, or a triple such as tcp_rmem."""
+
+Pending = Mapping[tuple[str, str], Value]
+"""Settings about to be applied together, by (key, target): a scheduler set in the same batch
+decides how deep nr_requests may go."""
+
+
+class TunableError(IotunerError):
+    """A tunable cannot be read or written here (missing, not permitted, refused); exit 1."""
+
+
+class TargetGone(TunableError):
+    """The device, interface or function a value belongs to no longer exists."""
+
+
+class InvalidValue(TunableError, BadInput):
+    """A value outside what the kernel accepts for this key and target; exit 2."""
+
+    exit_code = 2
+
+
+def message(key: str, target: str, why: str) -> str:
+    """The one-line form every tunable error takes: "KEY on TARGET: WHY"."""
+    return f"{key} on {target}: {why}"
+
+
+class Tunable:
+    """One key of the registry: how to read, check and write it below a SysRoot.
+
+    `coupled` names keys of the same target that writing this one may change as a side effect
+    (a new scheduler resets nr_requests; a dirty byte count zeroes the ratio): the engine saves
+    them with the original, and `restore` puts both back.
+    """
+
+    key: ClassVar[str]
+    coupled: ClassVar[tuple[str, ...]] = ()
+
+    def target_name(self, target: str) -> str:
+        """The target as this tunable names it (a block device without /dev/, say)."""
+        return target
+
+    def read(self, sys: SysRoot, target: str) -> Value:
+        """The current value, normalised; TunableError when it cannot be read."""
+        raise NotImplementedError
+
+    def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
+        """`value` normalised, or InvalidValue/TunableError if the kernel would refuse it."""
+        raise NotImplementedError
+
+    def write(self, sys: SysRoot, target: str, value: Value) -> None:
+        """Write an already validated value."""
+        raise NotImplementedError
+
+    def expected(self, sys: SysRoot, target: str, value: Value) -> Value:
+        """What reading back should give after writing `value` (a policy resolves to a layout)."""
+        return value
+
+    def restore(
+        self, sys: SysRoot, target: str, original: Value, coupled: Mapping[str, Value]
+    ) -> frozenset[str]:
+        """Put an original back; return the coupled keys it restored itself (the caller
+        writes the others, in order, after this one)."""
+        self.write(sys, target, original)
+        return frozenset()
+
+    def fail(self, target: str, why: str) -> TunableError:
+        """A TunableError about this key on `target`."""
+        return TunableError(message(self.key, target, why))
+
+    def gone(self, target: str, why: str) -> TargetGone:
+        """A TargetGone about this key on `target`."""
+        return TargetGone(message(self.key, target, why))
+
+    def invalid(self, target: str, why: str) -> InvalidValue:
+        """An InvalidValue about this key on `target`."""
+        return InvalidValue(message(self.key, target, why))
+
+    # -- helpers the implementations share --------------------------------------------------
+
+    def read_attr(self, sys: SysRoot, target: str, rel: str) -> str:
+        """An attribute's text; TunableError naming the path when it is missing."""
+        text = sys.read(rel)
+        if text is None:
+            raise self.fail(target, f"cannot read {sys.shown(rel)}")
+        return text
+
+    def read_int(self, sys: SysRoot, target: str, rel: str) -> int:
+        """An attribute holding one integer."""
+        text = self.read_attr(sys, target, rel)
+        try:
+            return int(text)
+        except ValueError:
+            raise self.fail(
+                target, f"{sys.shown(rel)} holds {text[:40]!r}, not an integer"
+            ) from None
+
+    def write_attr(self, sys: SysRoot, target: str, rel: str, text: str) -> None:
+        """Write one attribute, turning the kernel's refusal into a TunableError."""
+        try:
+            sys.write(rel, text)
+        except OSError as err:
+            raise self.fail(target, write_failure(sys, rel, text, err)) from None
+
+    def as_int(self, target: str, value: object) -> int:
+        """`value` as an int (an int, or a string of digits); InvalidValue otherwise."""
+        if isinstance(value, bool):
+            raise self.invalid(target, f"expected an integer, got {value!r}")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str):
+            try:
+                return int(value.strip())
+            except ValueError:
+                pass
+        raise self.invalid(target, f"expected an integer, got {value!r}")
+
+    def in_range(self, target: str, value: object, low: int | None, high: int | None) -> int:
+        """`value` as an int within [low, high] (either end open when None)."""
+        number = self.as_int(target, value)
+        if low is not None and number < low:
+            raise self.invalid(target, f"{number} is below {low}, the least the kernel accepts")
+        if high is not None and number > high:
+            raise self.invalid(target, f"{number} exceeds {high}, the most the kernel accepts")
+        return number
+
+    def as_name(self, target: str, value: object) -> str:
+        """`value` as a non-empty single-line name."""
+        if not isinstance(value, str) or not value.strip() or "\n" in value:
+            raise self.invalid(target, f"expected a name, got {value!r}")
+        return value.strip()
+
+
+def write_failure(sys: SysRoot, rel: str, text: str, err: OSError) -> str:
+    """Why a write failed, in words: "not permitted here (EPERM writing /proc/irq/36/...)"."""
+    code = errno.errorcode.get(err.errno or 0, "error")
+    where = f"{code} writing {sys.shown(rel)}"
+    if err.errno in (errno.EPERM, errno.EACCES, errno.EROFS):
+        return f"not permitted here ({where})"
+    if err.errno == errno.ENOENT:
+        return f"{sys.shown(rel)} does not exist"
+    return f"the kernel refused {text!r} ({where})"

@@ -1,0 +1,212 @@
+"""Block queue tunables: /sys/block/<dev>/queue/{read_ahead_kb,scheduler,nr_requests,...}.
+
+The target is a whole block device by its kernel name ("sda", "loop3"; "/dev/loop3" is taken
+too). Partitions have no queue of their own: tune the disk. The limits checked here are the
+kernel's (block/blk-sysfs.c, block/blk-mq.c), measured on the lab's loop devices where the
+source leaves room for doubt (DESIGN.md, "Things learned building such a lab").
+"""
+
+from __future__ import annotations
+
+import os
+from typing import ClassVar
+
+from probes.block import parse_scheduler
+from tuner.tunables.base import Pending, Tunable, Value
+from tuner.tunables.sysroot import SysRoot
+
+MAX_SCHED_RQ = 2048
+"""The deepest queue the kernel allows with an I/O scheduler (16 x BLKDEV_DEFAULT_RQ)."""
+MIN_RQ = 4
+"""BLKDEV_MIN_RQ: smaller values are silently raised to it."""
+LOOP_QUEUE_DEPTH = 128
+"""The loop driver's tag depth (its hw_queue_depth parameter), when mq/*/nr_tags is absent."""
+
+
+class BlockTunable(Tunable):
+    """A queue attribute of one block device."""
+
+    attr: ClassVar[str]
+
+    def target_name(self, target: str) -> str:
+        """A kernel device name: "/dev/loop3" -> "loop3"."""
+        return target.removeprefix("/dev/")
+
+    def queue(self, sys: SysRoot, target: str) -> str:
+        """The device's queue directory, after checking the device exists."""
+        dev = self.target_name(target)
+        if "/" in dev or not dev or not sys.exists(f"sys/block/{dev}"):
+            raise self.gone(target, f"no such block device ({sys.shown(f'sys/block/{dev}')})")
+        return f"sys/block/{dev}/queue"
+
+    def rel(self, sys: SysRoot, target: str) -> str:
+        """The attribute's path below the root."""
+        return f"{self.queue(sys, target)}/{self.attr}"
+
+    def write(self, sys: SysRoot, target: str, value: Value) -> None:
+        """Write the attribute as text."""
+        self.write_attr(sys, target, self.rel(sys, target), str(value))
+
+
+class IntQueueTunable(BlockTunable):
+    """An integer queue attribute with fixed kernel bounds."""
+
+    low: ClassVar[int | None] = 0
+    high: ClassVar[int | None] = None
+
+    def read(self, sys: SysRoot, target: str) -> Value:
+        """The attribute as an int."""
+        return self.read_int(sys, target, self.rel(sys, target))
+
+    def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
+        """An int within the kernel's bounds for this attribute."""
+        self.queue(sys, target)
+        return self.in_range(target, value, self.low, self.high)
+
+
+class ReadAheadKb(IntQueueTunable):
+    """Readahead window in KB; the kernel keeps it in pages, so it rounds down to 4 KB."""
+
+    key = "block.read_ahead_kb"
+    attr = "read_ahead_kb"
+
+
+class RqAffinity(IntQueueTunable):
+    """0 complete anywhere, 1 on the submitting CPU's group, 2 on the submitting CPU itself;
+    the kernel silently ignores other numbers, so they are refused here."""
+
+    key = "block.rq_affinity"
+    attr = "rq_affinity"
+    high = 2
+
+
+class NoMerges(IntQueueTunable):
+    """0 merge, 1 only simple one-hit merges, 2 never; larger numbers silently mean 1."""
+
+    key = "block.nomerges"
+    attr = "nomerges"
+    high = 2
+
+
+class Scheduler(BlockTunable):
+    """The I/O scheduler, one of those the device lists. Changing it resets nr_requests to the
+    new scheduler's default, so nr_requests is saved and restored with it."""
+
+    key = "block.scheduler"
+    attr = "scheduler"
+    coupled = ("block.nr_requests",)
+
+    def choices(self, sys: SysRoot, target: str) -> tuple[str | None, tuple[str, ...]]:
+        """(active, available) from "[none] mq-deadline kyber"."""
+        return parse_scheduler(self.read_attr(sys, target, self.rel(sys, target)))
+
+    def read(self, sys: SysRoot, target: str) -> Value:
+        """The active scheduler's name."""
+        active, names = self.choices(sys, target)
+        if active is None:
+            raise self.fail(target, f"no active scheduler marked in {' '.join(names)!r}")
+        return active
+
+    def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
+        """A scheduler the device offers."""
+        name = self.as_name(target, value)
+        _, names = self.choices(sys, target)
+        if name not in names:
+            raise self.invalid(
+                target, f"{name!r} is not available (choose from {', '.join(names)})"
+            )
+        return name
+
+
+class NrRequests(IntQueueTunable):
+    """Requests the queue holds per hardware queue. Without a scheduler the kernel accepts at
+    most the driver's tag depth (128 on loop devices); with one, at most 2048."""
+
+    key = "block.nr_requests"
+    attr = "nr_requests"
+
+    def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
+        """At least 4, and at most what the scheduler in force (or being set) allows."""
+        self.queue(sys, target)
+        number = self.in_range(target, value, MIN_RQ, None)
+        scheduler = pending.get((Scheduler.key, self.target_name(target)))
+        if scheduler is None:
+            scheduler = Scheduler().read(sys, target)
+        if scheduler == "none":
+            depth = self.tag_depth(sys, target)
+            if depth is not None and number > depth:
+                raise self.invalid(
+                    target,
+                    f"{number} exceeds {depth}, the most the kernel accepts with scheduler none",
+                )
+        elif number > MAX_SCHED_RQ:
+            raise self.invalid(
+                target,
+                f"{number} exceeds {MAX_SCHED_RQ}, the most the kernel accepts with "
+                f"scheduler {scheduler}",
+            )
+        return number
+
+    def tag_depth(self, sys: SysRoot, target: str) -> int | None:
+        """The smallest tag depth of the device's hardware queues, None when unknown."""
+        dev = self.target_name(target)
+        depths = []
+        for hctx in sys.listdir(f"sys/block/{dev}/mq"):
+            text = sys.read(f"sys/block/{dev}/mq/{hctx}/nr_tags")
+            if text is not None and text.isdigit():
+                depths.append(int(text))
+        if depths:
+            return min(depths)
+        return LOOP_QUEUE_DEPTH if dev.startswith("loop") else None
+
+
+class MaxSectorsKb(IntQueueTunable):
+    """The largest request the block layer sends, in KB: at most max_hw_sectors_kb (the kernel
+    would silently clamp), at least a page and a logical block (it refuses less)."""
+
+    key = "block.max_sectors_kb"
+    attr = "max_sectors_kb"
+
+    def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
+        """Within [max(page, logical block), max_hw_sectors_kb]."""
+        queue = self.queue(sys, target)
+        number = self.as_int(target, value)
+        hw = self.read_int(sys, target, f"{queue}/max_hw_sectors_kb")
+        if number > hw:
+            raise self.invalid(target, f"{number} exceeds max_hw_sectors_kb {hw}")
+        block = self.read_int(sys, target, f"{queue}/logical_block_size")
+        page = os.sysconf("SC_PAGE_SIZE")
+        least, what = max((-(-block // 1024), "logical block size"), (page // 1024, "page size"))
+        if number < least:
+            raise self.invalid(target, f"{number} is below {least} KB, the {what}")
+        return number
+
+
+WRITE_CACHE_MODES = ("write back", "write through")
+
+
+class WriteCache(BlockTunable):
+    """The volatile write cache, "write back" or "write through". A device without one reads
+    "write through" whatever is written: the engine reports that as a silent adjustment."""
+
+    key = "block.write_cache"
+    attr = "write_cache"
+
+    def read(self, sys: SysRoot, target: str) -> Value:
+        """The mode: "write back" or "write through"."""
+        return self.read_attr(sys, target, self.rel(sys, target))
+
+    def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
+        """One of the two modes ("write-back", "writeback" and case are forgiven)."""
+        self.queue(sys, target)
+        name = self.as_name(target, value).lower().replace("-", " ").replace("_", " ")
+        name = {"writeback": "write back", "writethrough": "write through"}.get(name, name)
+        if name not in WRITE_CACHE_MODES:
+            raise self.invalid(target, f"{value!r} is not 'write back' or 'write through'")
+        return name
+
+
+BLOCK_TUNABLES: tuple[Tunable, ...] = (
+    ReadAheadKb(), Scheduler(), NrRequests(), MaxSectorsKb(), RqAffinity(), NoMerges(),
+    WriteCache(),
+)  # fmt: skip

@@ -1,0 +1,232 @@
+"""TunableEngine: save (journal first, durably), set, verify by reading back, and restore.
+
+    with Journal() as journal, TunableEngine(Path("/"), journal) as engine:
+        engine.apply({("block.read_ahead_kb", "loop3"): 4096})
+        ...  # measure
+    # every original is back here, also after an exception
+
+`apply` validates the whole batch, journals every original, and only then writes, so a process
+killed after any write leaves a journal that restores everything (`iotuner rollback`, or the
+next command's recovery). A value the kernel silently adjusts (read_ahead_kb rounded to pages,
+nr_requests raised to 4) is reported in the result, not treated as an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from tuner.journal import Change, Journal
+from tuner.tunables.access import Saved, Tunables
+from tuner.tunables.base import InvalidValue, TunableError, Value
+from tuner.tunables.sysctl import DirtyPair
+from tuner.tunables.sysroot import SysRoot
+from tuner.tunables.table import IMPLEMENTATIONS, apply_rank
+
+
+@dataclass(frozen=True)
+class Applied:
+    """One value written: what was asked, what the kernel holds now, and what it held before."""
+
+    key: str
+    target: str
+    requested: Value
+    expected: Value
+    actual: Value
+    original: Value
+
+    @property
+    def adjusted(self) -> bool:
+        """True when the kernel holds something other than what was written."""
+        return self.actual != self.expected
+
+
+@dataclass(frozen=True)
+class Restored:
+    """One original put back, and what reading it back gave."""
+
+    key: str
+    target: str
+    original: Value
+    actual: Value | None
+
+
+@dataclass(eq=False)  # entries are compared by identity: two may hold equal values
+class _Entry:
+    change: int | None
+    key: str
+    target: str
+    saved: Saved
+
+
+class TunableEngine:
+    """Applies batches of settings below one root, journaled, and restores them in reverse."""
+
+    def __init__(self, root: SysRoot | Path | str = Path("/"), journal: Journal | None = None):
+        self.tunables = Tunables(root)
+        self.root = self.tunables.sys.root
+        # Without a journal the originals live only in this process: tests and recovery only.
+        self.journal = journal
+        self._open: list[_Entry] = []
+        self._session: int | None = None
+
+    # -- apply -----------------------------------------------------------------------------
+
+    def apply(self, settings: Mapping[tuple[str, str], object]) -> list[Applied]:
+        """Validate all, journal all originals, then write each and read it back.
+
+        If a write fails, what this call wrote is restored and the error raised; on a signal
+        (an exception that is not an Exception) the originals stay journaled for `restore`.
+        """
+        batch = self._validated(settings)
+        saves = [
+            (key, target, self.tunables.save(key, target), value) for key, target, value in batch
+        ]
+        # Known to this engine before they are journaled: a signal landing in between still
+        # finds them to restore (restoring an unchanged value writes nothing).
+        entries = [_Entry(None, key, target, saved) for key, target, saved, _ in saves]
+        self._open.extend(entries)
+        if self.journal is not None and saves:
+            if self._session is None:
+                self._session = self.journal.session(self.root)
+            ids = self.journal.record(self._session, saves)
+            for entry, change in zip(entries, ids, strict=True):
+                entry.change = change
+        results: list[Applied] = []
+        try:
+            for entry, (_, _, value) in zip(entries, batch, strict=True):
+                results.append(self._write(entry, value))
+        except Exception as err:
+            try:
+                self._restore(entries)
+            except TunableError as undo:
+                raise TunableError(f"{err}; {undo}") from err
+            raise
+        return results
+
+    def _validated(
+        self, settings: Mapping[tuple[str, str], object]
+    ) -> list[tuple[str, str, Value]]:
+        """The batch normalised and in apply order; raises before anything is written."""
+        ordered = sorted(
+            (
+                (key, self.tunables.target(key, target), value)
+                for (key, target), value in settings.items()
+            ),
+            key=lambda item: apply_rank(item[0]),
+        )
+        keys = {(key, target) for key, target, _ in ordered}
+        for key, target, _ in ordered:
+            impl = IMPLEMENTATIONS[key]
+            if isinstance(impl, DirtyPair) and (impl.coupled[0], target) in keys:
+                raise InvalidValue(
+                    f"{key} on {target}: set either {key} or {impl.coupled[0]}, not both "
+                    "(the kernel keeps only the last one written)"
+                )
+        pending: dict[tuple[str, str], Value] = {}
+        batch = []
+        for key, target, value in ordered:
+            checked = self.tunables.validate(key, target, value, pending=pending)
+            pending[(key, target)] = checked
+            batch.append((key, target, checked))
+        return batch
+
+    def _write(self, entry: _Entry, value: Value) -> Applied:
+        expected = self.tunables.expected(entry.key, entry.target, value)
+        self.tunables.impl(entry.key).write(self.tunables.sys, entry.target, value)
+        actual = self.tunables.read(entry.key, entry.target)
+        if self.journal is not None and entry.change is not None:
+            self.journal.written(entry.change, actual)
+        return Applied(entry.key, entry.target, value, expected, actual, entry.saved.original)
+
+    # -- restore ---------------------------------------------------------------------------
+
+    def restore(self) -> list[Restored]:
+        """Put every original back, newest first; raise TunableError naming any that failed
+        (after trying all of them)."""
+        return self._restore(list(self._open))
+
+    def _restore(self, entries: list[_Entry]) -> list[Restored]:
+        done: list[_Entry] = []
+        failures: list[str] = []
+        for entry in reversed(entries):
+            try:
+                # Unchanged values are not written again: a write that failed changed nothing,
+                # and some attributes refuse even a write of what they hold.
+                if not self._matches(entry):
+                    self.tunables.restore(entry.key, entry.target, entry.saved)
+            except TunableError as err:
+                failures.append(str(err))
+                continue
+            if self.journal is not None and entry.change is not None:
+                self.journal.restored(entry.change)
+            self._open.remove(entry)
+            done.append(entry)
+        # A later restore can disturb an earlier one (a scheduler change resets nr_requests):
+        # read every value back and write once more what does not match.
+        results = []
+        for entry in done:
+            actual: Value | None = self._read_or_none(entry)
+            if actual != entry.saved.original:
+                try:
+                    self.tunables.restore(entry.key, entry.target, entry.saved)
+                except TunableError as err:
+                    failures.append(str(err))
+                actual = self._read_or_none(entry)
+                if actual != entry.saved.original:
+                    failures.append(
+                        f"{entry.key} on {entry.target}: restored {entry.saved.original!r} but "
+                        f"it reads {actual!r}"
+                    )
+            results.append(Restored(entry.key, entry.target, entry.saved.original, actual))
+        if failures:
+            raise TunableError("restore incomplete: " + "; ".join(failures))
+        return results
+
+    def _matches(self, entry: _Entry) -> bool:
+        """True when the key and its coupled keys all hold their saved values."""
+        if self._read_or_none(entry) != entry.saved.original:
+            return False
+        return all(
+            self.tunables.read(key, entry.target) == value
+            for key, value in entry.saved.coupled.items()
+        )
+
+    def _read_or_none(self, entry: _Entry) -> Value | None:
+        try:
+            return self.tunables.read(entry.key, entry.target)
+        except TunableError:
+            return None
+
+    def restore_change(self, change: Change) -> None:
+        """Put back one journaled original (recovery of another process's change)."""
+        entry = _Entry(change.id, change.key, change.target, change.saved)
+        if not self._matches(entry):
+            self.tunables.restore(change.key, change.target, change.saved)
+
+    def keep(self) -> None:
+        """Leave what was applied in place: journaled as kept, not restored on exit."""
+        ids = [entry.change for entry in self._open if entry.change is not None]
+        if self.journal is not None and ids:
+            self.journal.keep(ids)
+        self._open.clear()
+
+    @property
+    def changed(self) -> list[tuple[str, str]]:
+        """(key, target) of every value applied and not yet restored, oldest first."""
+        return [(entry.key, entry.target) for entry in self._open]
+
+    def close(self) -> None:
+        """Restore everything still applied and end the journal session."""
+        try:
+            self.restore()
+        finally:
+            if self.journal is not None and self._session is not None and not self._open:
+                self.journal.end(self._session)
+
+    def __enter__(self) -> TunableEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,47 @@
+"""nic.mtu: an interface's MTU, through /sys/class/net/<if>/mtu.
+
+The driver's bounds (min_mtu, max_mtu) are not in sysfs; on the live host they come from
+netlink (`ip -d -j link`), elsewhere from the SysRoot's `link_limits`. Where they are unknown
+only a positive value is required, and the kernel's answer decides.
+"""
+
+from __future__ import annotations
+
+from tuner.tunables.base import Pending, Tunable, Value
+from tuner.tunables.sysroot import SysRoot
+
+
+class Mtu(Tunable):
+    """The MTU of one network interface."""
+
+    key = "nic.mtu"
+
+    def rel(self, sys: SysRoot, target: str) -> str:
+        """The interface's mtu attribute, after checking the interface exists."""
+        if "/" in target or not target or not sys.exists(f"sys/class/net/{target}"):
+            raise self.gone(target, f"no such interface ({sys.shown(f'sys/class/net/{target}')})")
+        return f"sys/class/net/{target}/mtu"
+
+    def read(self, sys: SysRoot, target: str) -> Value:
+        """The MTU in bytes."""
+        return self.read_int(sys, target, self.rel(sys, target))
+
+    def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
+        """Within the device's min_mtu..max_mtu where known, positive otherwise."""
+        self.rel(sys, target)
+        low, high = sys.link_limits(target)
+        number = self.as_int(target, value)
+        if low is not None and number < low:
+            raise self.invalid(target, f"{number} is below {low}, the device's min_mtu")
+        if number < 1:
+            raise self.invalid(target, f"{number} is not a positive MTU")
+        if high is not None and number > high:
+            raise self.invalid(target, f"{number} exceeds {high}, the device's max_mtu")
+        return number
+
+    def write(self, sys: SysRoot, target: str, value: Value) -> None:
+        """Write the MTU."""
+        self.write_attr(sys, target, self.rel(sys, target), str(value))
+
+
+NIC_TUNABLES: tuple[Tunable, ...] = (Mtu(),)

@@ -1,0 +1,231 @@
+"""Host-wide sysctls: vm.dirty_* writeback thresholds and the net.* socket buffer settings.
+
+The target of a host tunable names the host ("host", or its name in a plan) and is not used
+otherwise. Each key lives at /proc/sys/<key with dots as slashes>. Bounds are the kernel's own
+(mm/page-writeback.c, net/core/sysctl_net_core.c, net/ipv4/sysctl_net_ipv4.c).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import ClassVar
+
+from tuner.tunables.base import Pending, Tunable, Value
+from tuner.tunables.sysroot import SysRoot
+
+INT_MAX = 2**31 - 1
+
+
+class Sysctl(Tunable):
+    """One /proc/sys file."""
+
+    def rel(self) -> str:
+        """The key's path below the root."""
+        return "proc/sys/" + self.key.replace(".", "/")
+
+    def write(self, sys: SysRoot, target: str, value: Value) -> None:
+        """Write the value (a triple as three words)."""
+        text = " ".join(map(str, value)) if isinstance(value, tuple) else str(value)
+        self.write_attr(sys, target, self.rel(), text)
+
+
+class IntSysctl(Sysctl):
+    """An integer sysctl within fixed bounds."""
+
+    low: ClassVar[int | None] = 0
+    high: ClassVar[int | None] = INT_MAX
+
+    def read(self, sys: SysRoot, target: str) -> Value:
+        """The value as an int."""
+        return self.read_int(sys, target, self.rel())
+
+    def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
+        """An int within the bounds (checked on a host that has the key)."""
+        self.read_attr(sys, target, self.rel())
+        return self.in_range(target, value, self.low, self.high)
+
+
+class DirtyExpire(IntSysctl):
+    """Age in centiseconds at which dirty data is written back."""
+
+    key = "vm.dirty_expire_centisecs"
+
+
+class DirtyPair(IntSysctl):
+    """One of a bytes/ratio pair: the kernel keeps one of them in force and zeroes the other
+    on every write, and refuses 0 bytes. Each saves its partner with its original, and the
+    pair is restored by writing whichever half was in force."""
+
+    is_bytes: ClassVar[bool]
+
+    def restore(
+        self, sys: SysRoot, target: str, original: Value, coupled: Mapping[str, Value]
+    ) -> frozenset[str]:
+        """Write the half that was in force (bytes when non-zero, else the ratio)."""
+        partner = self.coupled[0]
+        if partner not in coupled:
+            self.write(sys, target, original)
+            return frozenset()
+        other = coupled[partner]
+        size, size_key = (original, self.key) if self.is_bytes else (other, partner)
+        ratio, ratio_key = (other, partner) if self.is_bytes else (original, self.key)
+        if size != 0:
+            TABLE[size_key].write(sys, target, size)
+        else:
+            TABLE[ratio_key].write(sys, target, ratio)
+        return frozenset({partner})
+
+
+class DirtyRatio(DirtyPair):
+    """A percentage of reclaimable memory: 0-100."""
+
+    high = 100
+    is_bytes = False
+
+
+class DirtyBytes(DirtyPair):
+    """A byte count: at least one byte, or two pages for vm.dirty_bytes."""
+
+    is_bytes = True
+    high = None
+    pages: ClassVar[int] = 0
+
+    def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
+        """At least the kernel's floor; 0 is refused (set the ratio instead)."""
+        self.read_attr(sys, target, self.rel())
+        number = self.as_int(target, value)
+        least = max(1, self.pages * os.sysconf("SC_PAGE_SIZE"))
+        if number < least:
+            raise self.invalid(
+                target,
+                f"{number} is below {least}, the least the kernel accepts "
+                f"(to use a ratio instead, set {self.coupled[0]})",
+            )
+        return number
+
+
+class DirtyBackgroundBytes(DirtyBytes):
+    """Dirty bytes at which background writeback starts."""
+
+    key = "vm.dirty_background_bytes"
+    coupled = ("vm.dirty_background_ratio",)
+
+
+class DirtyBackgroundRatio(DirtyRatio):
+    """Dirty percentage at which background writeback starts."""
+
+    key = "vm.dirty_background_ratio"
+    coupled = ("vm.dirty_background_bytes",)
+
+
+class DirtyBytesLimit(DirtyBytes):
+    """Dirty bytes at which writers are throttled (at least two pages)."""
+
+    key = "vm.dirty_bytes"
+    coupled = ("vm.dirty_ratio",)
+    pages = 2
+
+
+class DirtyRatioLimit(DirtyRatio):
+    """Dirty percentage at which writers are throttled."""
+
+    key = "vm.dirty_ratio"
+    coupled = ("vm.dirty_bytes",)
+
+
+class SocketMax(IntSysctl):
+    """The largest socket buffer an application may ask for. The kernel's floor is twice
+    (send) or once (receive) the true size of a minimal socket buffer, 2 KB plus an sk_buff."""
+
+    high = INT_MAX
+
+
+class RmemMax(SocketMax):
+    """net.core.rmem_max."""
+
+    key = "net.core.rmem_max"
+    low = 2304
+
+
+class WmemMax(SocketMax):
+    """net.core.wmem_max."""
+
+    key = "net.core.wmem_max"
+    low = 4608
+
+
+class TcpMem(Sysctl):
+    """A TCP buffer autotuning range: three ascending positive ints, min default max."""
+
+    def read(self, sys: SysRoot, target: str) -> Value:
+        """The triple as a tuple of three ints."""
+        text = self.read_attr(sys, target, self.rel())
+        try:
+            values = tuple(int(word) for word in text.split())
+        except ValueError:
+            values = ()
+        if len(values) != 3:
+            raise self.fail(target, f"{sys.shown(self.rel())} holds {text[:40]!r}, not 3 ints")
+        return values
+
+    def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
+        """Three positive ints, min <= default <= max, from a tuple, a list or "a b c"."""
+        self.read(sys, target)
+        words: list[object]
+        if isinstance(value, str):
+            words = list(value.replace(",", " ").split())
+        elif isinstance(value, (tuple, list)):
+            words = list(value)
+        else:
+            raise self.invalid(target, f"expected three integers (min default max), got {value!r}")
+        if len(words) != 3:
+            raise self.invalid(target, f"expected three integers (min default max), got {value!r}")
+        triple = tuple(self.as_int(target, word) for word in words)
+        if min(triple) < 1 or max(triple) > INT_MAX:
+            raise self.invalid(target, f"{triple} must be positive integers below 2^31")
+        if not triple[0] <= triple[1] <= triple[2]:
+            raise self.invalid(target, f"{triple} is not ascending (min <= default <= max)")
+        return triple
+
+
+class TcpRmem(TcpMem):
+    """net.ipv4.tcp_rmem."""
+
+    key = "net.ipv4.tcp_rmem"
+
+
+class TcpWmem(TcpMem):
+    """net.ipv4.tcp_wmem."""
+
+    key = "net.ipv4.tcp_wmem"
+
+
+class CongestionControl(Sysctl):
+    """The default TCP congestion control, one of those the kernel has loaded."""
+
+    key = "net.ipv4.tcp_congestion_control"
+
+    def read(self, sys: SysRoot, target: str) -> Value:
+        """The algorithm's name."""
+        return self.read_attr(sys, target, self.rel())
+
+    def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
+        """A name in tcp_available_congestion_control."""
+        name = self.as_name(target, value)
+        rel = "proc/sys/net/ipv4/tcp_available_congestion_control"
+        available = self.read_attr(sys, target, rel).split()
+        if name not in available:
+            raise self.invalid(
+                target,
+                f"{name!r} is not available (loaded: {', '.join(available)}; "
+                f"try modprobe tcp_{name})",
+            )
+        return name
+
+
+SYSCTL_TUNABLES: tuple[Tunable, ...] = (
+    DirtyBackgroundBytes(), DirtyBackgroundRatio(), DirtyBytesLimit(), DirtyRatioLimit(),
+    DirtyExpire(), TcpRmem(), TcpWmem(), RmemMax(), WmemMax(), CongestionControl(),
+)  # fmt: skip
+TABLE: dict[str, Tunable] = {t.key: t for t in SYSCTL_TUNABLES}
