@@ -1,0 +1,157 @@
+"""fio jobs from workloads, fio's JSON, and a missing fio: no devices needed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tuner.errors import IotunerError
+from tuner.rulebase import load_rule_base
+from tuner.trials.fio import (
+    FIO_MISSING,
+    AppParams,
+    fio_size,
+    first_error,
+    is_buffered,
+    job_text,
+    parse_result,
+    run_fio,
+    trial_options,
+    writes,
+)
+
+DATA = Path(__file__).parent / "data"
+WORKLOADS = {w.name: w for w in load_rule_base().workloads}
+
+
+def options_of(text: str) -> dict[str, str | None]:
+    """The [global] options of a job text, as fio would read them."""
+    found: dict[str, str | None] = {}
+    for line in text.splitlines():
+        if line.startswith((";", "[")) or not line:
+            continue
+        key, sep, value = line.partition("=")
+        found[key] = value if sep else None
+    return found
+
+
+def job_for(name: str, app: AppParams | None = None, **where: object) -> dict[str, str | None]:
+    options = trial_options(WORKLOADS[name].fio, app)
+    placement = where or {"filename": "/dev/loop9", "region_bytes": 1 << 30}
+    return options_of(job_text(options, runtime_s=3, ramp_s=1, title=name, **placement))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", sorted(set(WORKLOADS) - {"small-files"}))
+def test_every_single_file_workload_builds_a_bounded_job_on_the_target(name: str) -> None:
+    job = job_for(name)
+    fio = WORKLOADS[name].fio
+    assert job["filename"] == "/dev/loop9"
+    assert (job["time_based"], job["runtime"], job["ramp_time"]) == ("1", "3000ms", "1000ms")
+    assert job["rw"] == fio["rw"] and job["bs"] == str(fio["bs"])
+    assert job["direct"] == str(fio["direct"])
+    assert job["percentile_list"] == "99" and job["invalidate"] == "1"
+    jobs = int(fio["numjobs"])
+    share = int(job["size"] or 0)
+    assert share * jobs <= 1 << 30 and share % (1 << 20) == 0
+    # several jobs each get their own slice: shared offsets would share cached pages
+    assert job.get("offset_increment") == (str(share) if jobs > 1 else None)
+
+
+def test_small_files_lays_out_fio_made_files_in_the_scratch_directory() -> None:
+    job = job_for("small-files", directory="/mnt/x", file_prefix="iotuner-scratch-1.fio")
+    assert job["directory"] == "/mnt/x"
+    assert job["filename_format"] == "iotuner-scratch-1.fio.$jobnum.$filenum"
+    assert "filename" not in job and "size" not in job
+    assert job["nrfiles"] == "4096" and job["filesize"] == "64k"
+    # fio 3.33 hangs with time_based, ramp_time and random file service over many files
+    assert job["time_based"] == "0"
+
+
+def test_every_workload_job_parses_with_fio(tmp_path: Path) -> None:
+    if shutil.which("fio") is None:
+        pytest.skip("fio not installed")
+    for name, workload in WORKLOADS.items():
+        options = trial_options(workload.fio, None)
+        where: dict[str, object] = (
+            {"directory": str(tmp_path), "file_prefix": "p"}
+            if name == "small-files"
+            else {"filename": str(tmp_path / "f"), "region_bytes": 1 << 30}
+        )
+        path = tmp_path / f"{name}.fio"
+        path.write_text(job_text(options, runtime_s=2, ramp_s=1, **where))  # type: ignore[arg-type]
+        done = subprocess.run(["fio", "--parse-only", str(path)], capture_output=True, text=True)
+        assert done.returncode == 0, (name, done.stderr)
+
+
+def test_app_params_override_the_workload_and_a_queue_depth_needs_an_async_engine() -> None:
+    job = job_for("stream-read", AppParams(bs=65536, iodepth=8, numjobs=2, direct=True))
+    assert (job["bs"], job["iodepth"], job["numjobs"], job["direct"]) == ("65536", "8", "2", "1")
+    assert job["ioengine"] == "libaio"  # psync keeps one request in flight whatever iodepth says
+    assert job_for("stream-read", AppParams(bs="4k"))["ioengine"] == "psync"
+    assert job_for("random-read", AppParams(direct=False))["direct"] == "0"
+
+
+def test_the_target_runtime_and_output_are_iotuners() -> None:
+    theirs = {"rw": "read", "filename": "/dev/sda", "runtime": 600, "output": "x", "size": "1G"}
+    options = trial_options(theirs, None)
+    assert options == {"rw": "read"}
+    text = job_text(options, runtime_s=2, ramp_s=0.5, filename="a:b", region_bytes=4 << 20)
+    job = options_of(text)
+    assert job["filename"] == "a\\:b"  # fio splits file names at ':'
+    assert job["runtime"] == "2000ms" and job["ramp_time"] == "500ms" and "output" not in job
+
+
+def test_buffered_and_writing_jobs_are_recognised() -> None:
+    assert is_buffered({"rw": "read"}) and is_buffered({"direct": 0})
+    assert not is_buffered({"direct": "1"}) and not is_buffered({"buffered": 0})
+    assert not writes({"rw": "randread"}) and not writes({})
+    assert writes({"rw": "write"}) and writes({"readwrite": "randrw"}) and writes({"rw": "trim"})
+    assert fio_size("64k") == 65536 and fio_size("1M") == 1 << 20 and fio_size(4096) == 4096
+    assert fio_size("2GiB") == 2 << 30
+    with pytest.raises(ValueError):
+        fio_size("64k-128k")
+
+
+def test_a_captured_direct_read_parses_to_its_figures() -> None:
+    doc = json.loads((DATA / "fio-read-direct.json").read_text())
+    result = parse_result(doc)
+    read = doc["jobs"][0]["read"]
+    assert result.read_bytes == read["io_bytes"] and result.write_bytes == 0
+    assert result.mbps == pytest.approx(read["bw_bytes"] / 1e6)
+    assert result.iops == pytest.approx(read["iops"])
+    assert result.p99_latency_us == pytest.approx(read["clat_ns"]["percentile"]["99.000000"] / 1000)
+    assert result.runtime_s == pytest.approx(read["runtime"] / 1000)
+
+
+def test_a_captured_mixed_job_sums_both_directions_and_keeps_the_worse_p99() -> None:
+    doc = json.loads((DATA / "fio-randrw-2jobs.json").read_text())
+    result = parse_result(doc)
+    job = doc["jobs"][0]
+    assert result.read_bytes == job["read"]["io_bytes"]
+    assert result.write_bytes == job["write"]["io_bytes"]
+    assert result.mbps == pytest.approx((job["read"]["bw_bytes"] + job["write"]["bw_bytes"]) / 1e6)
+    worse = max(job[d]["clat_ns"]["percentile"]["99.000000"] for d in ("read", "write"))
+    assert result.p99_latency_us == pytest.approx(worse / 1000)
+
+
+def test_a_failed_job_or_empty_document_is_one_line() -> None:
+    doc = json.loads((DATA / "fio-read-direct.json").read_text())
+    doc["jobs"][0]["error"] = 5
+    with pytest.raises(IotunerError, match="failed: error 5"):
+        parse_result(doc)
+    with pytest.raises(IotunerError, match="no jobs"):
+        parse_result({"jobs": []})
+    assert first_error("noise\nfio: failed parsing rw=foo\n", "") == "failed parsing rw=foo"
+
+
+def test_missing_fio_is_one_line_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(IotunerError) as caught:
+        run_fio("[x]\n", timeout_s=5, what="nothing")
+    assert str(caught.value) == FIO_MISSING == "fio not found: install the Debian package fio"

@@ -1,0 +1,111 @@
+"""Bytes block devices moved, from /proc/diskstats: once, or sampled through a trial.
+
+fio leaves the ramp out of its figures, and on a shared machine the ramp ran up to ten times
+faster than the steady state (probably the scheduler favouring a new process at first), so the
+device's bytes over the whole run cannot be compared with fio's, even scaled by the ramp. A
+sampler thread reads the counters every 20 ms with wall-clock times, and the bytes moved in
+fio's own measurement window (the `runtime` before fio's `timestamp_ms`) are interpolated.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+DISKSTATS = Path("/proc/diskstats")
+SECTOR = 512  # /proc/diskstats counts 512-byte sectors whatever the device's block size
+INTERVAL_S = 0.02
+
+
+@dataclass(frozen=True)
+class Counters:
+    """Bytes read and written on some block devices."""
+
+    read_bytes: int
+    write_bytes: int
+
+    def __sub__(self, before: Counters) -> Counters:
+        return Counters(self.read_bytes - before.read_bytes, self.write_bytes - before.write_bytes)
+
+
+def read_diskstats(names: Iterable[str], path: Path = DISKSTATS) -> dict[str, Counters]:
+    """Bytes read and written since boot by each named device found in /proc/diskstats."""
+    wanted = set(names)
+    found: dict[str, Counters] = {}
+    for line in path.read_text().splitlines():
+        fields = line.split()
+        # major minor name reads merged sectors_read ms writes merged sectors_written ...
+        if len(fields) >= 10 and fields[2] in wanted:
+            found[fields[2]] = Counters(int(fields[5]) * SECTOR, int(fields[9]) * SECTOR)
+    return found
+
+
+def total(counters: dict[str, Counters], names: Iterable[str]) -> Counters:
+    """The named devices' counters summed (a device missing from the sample counts 0)."""
+    picked = [counters[name] for name in names if name in counters]
+    return Counters(sum(c.read_bytes for c in picked), sum(c.write_bytes for c in picked))
+
+
+class Sampler:
+    """Samples the devices' counters in a thread while the `with` block runs."""
+
+    def __init__(self, names: Iterable[str], path: Path = DISKSTATS) -> None:
+        self.names = tuple(names)
+        self.path = path
+        self.times: list[float] = []
+        self.samples: list[dict[str, Counters]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="diskstats", daemon=True)
+
+    def __enter__(self) -> Sampler:
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+    def _run(self) -> None:
+        while not self._stop.wait(INTERVAL_S):
+            self._sample()
+
+    def _sample(self) -> None:
+        counters = read_diskstats(self.names, self.path)
+        self.times.append(time.time())
+        self.samples.append(counters)
+
+    def whole(self, names: Iterable[str]) -> Counters:
+        """What the named devices moved from the first sample to the last."""
+        names = tuple(names)
+        return total(self.samples[-1], names) - total(self.samples[0], names)
+
+    def between(self, start: float, end: float, names: Iterable[str]) -> Counters:
+        """What the named devices moved between two wall-clock times, interpolated."""
+        names = tuple(names)
+        return self._at(end, names) - self._at(start, names)
+
+    def _at(self, when: float, names: tuple[str, ...]) -> Counters:
+        i = bisect.bisect_right(self.times, when)
+        if i == 0:
+            return total(self.samples[0], names)
+        if i == len(self.times):
+            return total(self.samples[-1], names)
+        t0, t1 = self.times[i - 1], self.times[i]
+        c0, c1 = total(self.samples[i - 1], names), total(self.samples[i], names)
+        share = (when - t0) / (t1 - t0) if t1 > t0 else 1.0
+        return Counters(
+            c0.read_bytes + round((c1.read_bytes - c0.read_bytes) * share),
+            c0.write_bytes + round((c1.write_bytes - c0.write_bytes) * share),
+        )

@@ -1,0 +1,99 @@
+"""The page-cache guard: a trial that reads from memory is not a disk measurement.
+
+Three defences (DESIGN.md, "Measurements people can trust"):
+1. before a trial: `sync` (dirty pages of earlier trials would be written back during this one)
+   and, before a buffered trial, drop the page cache, which needs root; a trial that could not
+   drop it is flagged;
+2. the data set is larger than the trial can read, so no page is read twice (`data_set_bytes`,
+   `wrapped`);
+3. after the trial: the bytes the device moved in fio's measurement window (diskstats.py) are
+   compared with fio's; when they disagree by more than TOLERANCE, the trial is flagged
+   (`compare`, and `compare_below` for a page cache under a loop device).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tuner.trials.diskstats import Counters
+from tuner.units import human_bytes
+
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+
+# How far the device's bytes may stray from fio's before a trial is flagged. Sampling puts the
+# window's edges a few tens of milliseconds off, and readahead reads up to one window past the
+# last byte fio consumes; a page-cache hit or runaway readahead is far larger (a cached
+# re-read moves a few percent of fio's bytes).
+TOLERANCE = 0.25
+# Headroom of a buffered data set over the bytes a trial could move at the rate bound.
+MARGIN = 1.5
+
+
+def prepare(buffered: bool) -> str | None:
+    """Sync, and drop the page cache before a buffered trial; the reason to flag, or None."""
+    os.sync()
+    if not buffered:
+        return None
+    try:
+        # 3 = the page cache and the dentry/inode caches: a small-files trial reads metadata.
+        DROP_CACHES.write_text("3\n")
+    except OSError:
+        return "page cache not dropped (needs root): reads may come from memory"
+    return None
+
+
+def data_set_bytes(rate_mbps: float, runtime_s: float, ramp_s: float, readahead: int) -> int:
+    """How large the data of a buffered read trial must be so that no byte is read twice.
+
+    fio with time_based starts over at the start of its region when it reaches the end, and
+    the pages of the first pass are still in memory: the second pass would measure memory.
+    So the region must exceed what the trial moves at its fastest (`rate_mbps`, over the ramp
+    and the runtime) plus the readahead window the kernel fetches beyond fio's position.
+    """
+    moved = rate_mbps * 1e6 * (runtime_s + ramp_s)
+    return int(moved * MARGIN) + readahead
+
+
+def wrapped(read_bytes: int, readahead: int, region: int) -> str | None:
+    """Why a buffered read trial may have re-read cached data, or None: it read (ramp
+    included) plus readahead more than its region holds."""
+    if read_bytes + readahead <= region:
+        return None
+    return (
+        f"data set {human_bytes(region)} smaller than the trial read plus readahead "
+        f"({human_bytes(read_bytes + readahead)}): re-reads may come from page cache"
+    )
+
+
+def compare(fio: Counters, device: Counters) -> str | None:
+    """Why the device's bytes in fio's measurement window disagree with fio's, or None.
+
+    Reads may disagree both ways (served from cache; read ahead far beyond fio); writes only
+    count when the device wrote too little (left in the page cache): writeback of what the
+    ramp wrote into memory lands in the window too, so the device writing more is expected.
+    """
+    if fio.read_bytes > 0:
+        ratio = device.read_bytes / fio.read_bytes
+        if ratio < 1 - TOLERANCE:
+            return f"device moved {ratio:.0%} of fio's bytes: page cache"
+        if ratio > 1 + TOLERANCE:
+            return f"device moved {ratio:.0%} of fio's bytes: readahead beyond what fio read"
+    if fio.write_bytes > 0:
+        ratio = device.write_bytes / fio.write_bytes
+        if ratio < 1 - TOLERANCE:
+            return f"device wrote {ratio:.0%} of fio's bytes: writes left in page cache"
+    return None
+
+
+def compare_below(top: Counters, below: Counters, loop: str, lower: str) -> str | None:
+    """Why the device under a buffered loop device read less than the loop did, or None.
+
+    Only too little counts: other users of the lower device can only add to its bytes.
+    """
+    if top.read_bytes <= 0:
+        return None
+    ratio = below.read_bytes / top.read_bytes
+    if ratio < 1 - TOLERANCE:
+        return f"{lower} under {loop} moved {ratio:.0%} of {loop}'s bytes: page cache below"
+    return None
