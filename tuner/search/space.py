@@ -1,0 +1,270 @@
+"""The search space: which settings a tune varies, over which values, and how points are kept valid.
+
+A point is a dict `{(key, target): value}`: block keys name a device ("loop3"), vm keys the target
+"host", application parameters (fio's bs in bytes, iodepth, numjobs, direct) the target "app".
+Domains follow the hardware: sizes and depths on log scales, the schedulers the device offers,
+request sizes up to what the device accepts. Points that break a rule between two keys are
+repaired deterministically (as the kernel itself would resolve them), never rejected, so every
+point the optimiser proposes can be measured.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+
+from tuner.topology import QueueSettings, VmSettings
+
+Value = int | str
+Point = dict[tuple[str, str], Value]
+
+APP = "app"
+HOST = "host"
+# The most requests a queue accepts with scheduler none is the hardware tag depth; loop devices
+# and most SATA disks have 128 (nvme has more, so callers may pass the device's own figure).
+DEFAULT_NONE_DEPTH = 128
+# With a scheduler the kernel allows up to 2048 (MAX_SCHED_RQ); past 1024 nothing improves.
+SCHED_MAX_REQUESTS = 1024
+DEVICE_KEYS = (
+    "block.read_ahead_kb",
+    "block.nr_requests",
+    "block.max_sectors_kb",
+    "block.scheduler",
+)
+HOST_KEYS = ("vm.dirty_background_ratio", "vm.dirty_ratio")
+APP_KEYS = ("bs", "iodepth", "numjobs", "direct")
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One setting on one target: an int range (log scale if `log`) or a set of choices.
+
+    Int values are multiples of `step` (read_ahead_kb moves in 4 KB pages), or powers of two
+    when `pow2` (fio block sizes); both make the optimiser's grid the one the kernel sees.
+    """
+
+    key: str
+    target: str
+    kind: str  # "int" or "categorical"
+    low: int = 0
+    high: int = 0
+    log: bool = False
+    choices: tuple[Value, ...] = ()
+    step: int = 1
+    pow2: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind == "categorical":
+            if not self.choices:
+                raise ValueError(f"{self.key} on {self.target}: no choices")
+        elif self.kind == "int":
+            if self.low > self.high:
+                raise ValueError(f"{self.key} on {self.target}: low {self.low} > high {self.high}")
+            if (self.log or self.pow2) and self.low <= 0:
+                raise ValueError(f"{self.key} on {self.target}: a log scale needs low > 0")
+        else:
+            raise ValueError(f"{self.key} on {self.target}: unknown kind {self.kind!r}")
+
+    @property
+    def name(self) -> tuple[str, str]:
+        """The point's key for this dimension: (key, target)."""
+        return (self.key, self.target)
+
+    def snap(self, value: Value) -> Value:
+        """The nearest value of the domain (clamped, rounded to the step or power of two)."""
+        if self.kind == "categorical":
+            if value not in self.choices:
+                raise ValueError(f"{self.key} on {self.target}: {value!r} not in {self.choices}")
+            return value
+        number = int(value)
+        if self.pow2:
+            exponent = round(math.log2(max(number, 1)))
+            low, high = self.low.bit_length() - 1, self.high.bit_length() - 1
+            return int(2 ** min(max(exponent, low), high))
+        snapped = round(number / self.step) * self.step
+        low = -(-self.low // self.step) * self.step  # the smallest multiple of step >= low
+        return min(max(snapped, low), self.high // self.step * self.step)
+
+    def unit(self, value: Value) -> float:
+        """`value` mapped into [0, 1] (log scale where the domain is): for distances."""
+        if self.kind == "categorical":
+            # The middle of the choice's slice of [0, 1], so from_unit gives the choice back.
+            return (self.choices.index(value) + 0.5) / len(self.choices)
+        if self.low == self.high:
+            return 0.0
+        if self.log or self.pow2:
+            return math.log(int(value) / self.low) / math.log(self.high / self.low)
+        return (int(value) - self.low) / (self.high - self.low)
+
+    def from_unit(self, unit: float) -> Value:
+        """The domain value at position `unit` in [0, 1] (the inverse of `unit`), snapped."""
+        unit = min(max(unit, 0.0), 1.0)
+        if self.kind == "categorical":
+            return self.choices[min(int(unit * len(self.choices)), len(self.choices) - 1)]
+        if self.log or self.pow2:
+            return self.snap(round(self.low * (self.high / self.low) ** unit))
+        return self.snap(round(self.low + unit * (self.high - self.low)))
+
+    def distance(self, a: Value, b: Value) -> float:
+        """How far apart two values are: 0 or 1 for choices, the unit-scale gap for ints."""
+        if self.kind == "categorical":
+            return 0.0 if a == b else 1.0
+        return abs(self.unit(a) - self.unit(b))
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """The dimensions a tune varies, plus what `repair` needs to keep points valid.
+
+    `none_depth` maps a device to the most requests it accepts with scheduler none.
+    """
+
+    dimensions: tuple[Dimension, ...]
+    none_depth: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        names = [d.name for d in self.dimensions]
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate dimensions in {names}")
+
+    def names(self) -> list[tuple[str, str]]:
+        """The (key, target) of every dimension, in order."""
+        return [d.name for d in self.dimensions]
+
+    def snap(self, point: Mapping[tuple[str, str], Value]) -> Point:
+        """`point` moved onto the space: every dimension snapped, then repaired.
+
+        Keys the space does not vary are dropped; a missing dimension is an error.
+        """
+        missing = [n for n in self.names() if n not in point]
+        if missing:
+            raise ValueError(f"point lacks {missing}")
+        return self.repair({d.name: d.snap(point[d.name]) for d in self.dimensions})
+
+    def repair(self, point: Point) -> Point:
+        """A valid point close to `point`, the same every time for the same input.
+
+        - vm.dirty_background_ratio must stay below vm.dirty_ratio: when it does not, it becomes
+          half of dirty_ratio, the value the kernel falls back to in that case
+          (domain_dirty_limits in mm/page-writeback.c), so the repaired point is the one the
+          kernel would really run.
+        - block.nr_requests with scheduler none is capped at the hardware depth, as the kernel
+          refuses more (EINVAL).
+        """
+        fixed = dict(point)
+        bg, dirty = ("vm.dirty_background_ratio", HOST), ("vm.dirty_ratio", HOST)
+        if bg in fixed and dirty in fixed and int(fixed[bg]) >= int(fixed[dirty]):
+            fixed[bg] = max(int(fixed[dirty]) // 2, 1)
+            if int(fixed[bg]) >= int(fixed[dirty]):  # only when dirty_ratio is 1
+                fixed[dirty] = int(fixed[bg]) + 1
+        for (key, target), value in point.items():
+            if key == "block.scheduler" and value == "none":
+                nr = ("block.nr_requests", target)
+                depth = self.none_depth.get(target, DEFAULT_NONE_DEPTH)
+                if nr in fixed and int(fixed[nr]) > depth:
+                    fixed[nr] = depth
+        return fixed
+
+    def complete(self, partial: Mapping[tuple[str, str], Value], base: Point) -> Point:
+        """`partial` (say a rule's recommendation) with the other dimensions taken from `base`."""
+        merged: dict[tuple[str, str], Value] = dict(base)
+        merged.update({k: v for k, v in partial.items() if k in set(self.names())})
+        return self.snap(merged)
+
+    def distance(self, a: Point, b: Point) -> float:
+        """Euclidean distance between two points on the dimensions' unit scales."""
+        return math.sqrt(sum(d.distance(a[d.name], b[d.name]) ** 2 for d in self.dimensions))
+
+
+def point_key(point: Mapping[tuple[str, str], Value]) -> tuple[tuple[str, str, Value], ...]:
+    """A hashable, order-independent form of a point (for de-duplication)."""
+    return tuple(sorted((key, target, value) for (key, target), value in point.items()))
+
+
+def _widened(dim: Dimension, current: int | None) -> Dimension:
+    """`dim` with its range stretched to hold the current value, so the baseline is a point."""
+    if current is None or dim.low <= current <= dim.high:
+        return dim
+    if current <= 0 and dim.log:
+        return dim  # read_ahead_kb 0 (off) has no place on a log scale: the baseline snaps up
+    low = min(dim.low, current // dim.step * dim.step)
+    high = max(dim.high, -(-current // dim.step) * dim.step)
+    return replace(dim, low=max(low, 1) if dim.log else low, high=high)
+
+
+def device_dimensions(
+    device: str,
+    queue: QueueSettings,
+    keys: Iterable[str] = DEVICE_KEYS,
+    none_depth: int = DEFAULT_NONE_DEPTH,
+) -> list[Dimension]:
+    """The block-queue dimensions of one device, with domains read from its queue settings."""
+    wanted = set(keys)
+    dims: list[Dimension] = []
+    if "block.read_ahead_kb" in wanted:
+        # 128 KB is the kernel default; 64 MB is far past where any disk stops gaining.
+        ra = Dimension("block.read_ahead_kb", device, "int", 128, 65536, log=True, step=4)
+        dims.append(_widened(ra, queue.read_ahead_kb))
+    schedulers = tuple(queue.schedulers)
+    vary_scheduler = "block.scheduler" in wanted and len(schedulers) > 1
+    if "block.nr_requests" in wanted:
+        only_none = not vary_scheduler and queue.scheduler == "none"
+        high = none_depth if only_none else SCHED_MAX_REQUESTS
+        nr = Dimension("block.nr_requests", device, "int", 4, high, log=True)
+        dims.append(_widened(nr, queue.nr_requests))
+    if "block.max_sectors_kb" in wanted and queue.max_hw_sectors_kb:
+        hw = queue.max_hw_sectors_kb
+        if hw > 64:  # below that there is nothing to choose
+            ms = Dimension("block.max_sectors_kb", device, "int", 64, hw, log=True, step=4)
+            dims.append(_widened(ms, queue.max_sectors_kb))
+    if vary_scheduler:
+        dims.append(Dimension("block.scheduler", device, "categorical", choices=schedulers))
+    return dims
+
+
+def host_dimensions(vm: VmSettings) -> list[Dimension]:
+    """vm.dirty_background_ratio and vm.dirty_ratio (always together: repair links them)."""
+    bg = Dimension("vm.dirty_background_ratio", HOST, "int", 1, 50)
+    dirty = Dimension("vm.dirty_ratio", HOST, "int", 5, 80)
+    return [_widened(bg, vm.dirty_background_ratio), _widened(dirty, vm.dirty_ratio)]
+
+
+def app_dimensions() -> list[Dimension]:
+    """fio's bs (bytes, powers of two 4 KiB..4 MiB), iodepth 1..64, numjobs 1..8, direct."""
+    return [
+        Dimension("bs", APP, "int", 4096, 4 << 20, log=True, pow2=True),
+        Dimension("iodepth", APP, "int", 1, 64, log=True),
+        Dimension("numjobs", APP, "int", 1, 8),
+        Dimension("direct", APP, "categorical", choices=(0, 1)),
+    ]
+
+
+def space_for(
+    devices: Mapping[str, QueueSettings],
+    vm: VmSettings | None = None,
+    *,
+    keys: Iterable[str] | None = None,
+    app: bool = False,
+    none_depth: Mapping[str, int] | None = None,
+) -> SearchSpace:
+    """The space a tune searches: `keys` (default: every device and host key) on `devices`.
+
+    `devices` maps a device name to its current queue settings (from the probe); `vm` adds the
+    dirty ratios when given and wanted; `app` adds fio's parameters (only with --app-params).
+    """
+    wanted = set(keys) if keys is not None else set(DEVICE_KEYS) | set(HOST_KEYS)
+    depths = dict(none_depth or {})
+    for device, queue in devices.items():
+        # Under scheduler none the queue already holds the hardware depth: the best estimate.
+        if device not in depths and queue.scheduler == "none" and queue.nr_requests:
+            depths[device] = queue.nr_requests
+    dims: list[Dimension] = []
+    for device, queue in devices.items():
+        depth = depths.get(device, DEFAULT_NONE_DEPTH)
+        dims.extend(device_dimensions(device, queue, wanted & set(DEVICE_KEYS), depth))
+    if vm is not None and wanted & set(HOST_KEYS):
+        dims.extend(host_dimensions(vm))
+    if app:
+        dims.extend(app_dimensions())
+    return SearchSpace(tuple(dims), {d: depths.get(d, DEFAULT_NONE_DEPTH) for d in devices})
