@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from tuner import __version__
-from tuner.commands import advise, lab, probe, rollback, rules
+from tuner.commands import advise, lab, probe, rollback, rules, tune
 from tuner.errors import IotunerError
 from tuner.recovery import recover_if_needed
 
@@ -22,6 +22,7 @@ app = typer.Typer(
 )
 app.command(name="probe")(probe.probe)
 app.command(name="advise")(advise.advise)
+app.command(name="tune")(tune.tune)
 app.add_typer(rules.app, name="rules")
 app.command(name="rollback")(rollback.rollback)
 app.add_typer(lab.app, name="lab")

@@ -119,3 +119,25 @@ def read_plan(path: Path) -> Plan:
         if entry.key not in TUNABLES:
             raise BadInput(f"{path}: entries[{i}]: unknown tunable {entry.key!r}")
     return plan
+
+
+def plan_from_tune(
+    changes: dict[tuple[str, str], Any],
+    baseline: dict[tuple[str, str], Any],
+    host: str,
+    workload: str,
+    measured: dict[str, Any],
+) -> Plan:
+    """A plan of the settings a confirmed tune changes, with what it measured."""
+    return Plan(
+        plan_version=PLAN_VERSION,
+        created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        host=host,
+        source="tune",
+        workload=workload,
+        entries=tuple(
+            PlanEntry(key, target, value, baseline.get((key, target)), "tune")
+            for (key, target), value in changes.items()
+        ),
+        measured=measured,
+    )

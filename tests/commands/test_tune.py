@@ -1,0 +1,115 @@
+"""`iotuner tune` for real: the lab's main job, a device, kill -9 mid-tune, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.loopdev import loop_device
+
+QUEUE = ("read_ahead_kb", "nr_requests", "max_sectors_kb", "scheduler")
+
+
+def iotuner(*args: str, state: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "IOTUNER_STATE_DIR": str(state)}
+    return subprocess.run(
+        [sys.executable, "-m", "tuner.cli", *args],
+        capture_output=True, text=True, timeout=timeout, env=env,
+    )  # fmt: skip
+
+
+def queue_of(name: str) -> dict[str, str]:
+    return {attr: Path(f"/sys/block/{name}/queue/{attr}").read_text().strip() for attr in QUEUE}
+
+
+@pytest.mark.lab
+def test_main_job_tunes_the_lab_and_leaves_nothing(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    plan = tmp_path / "plan.yaml"
+    result = iotuner("tune", "--budget", "5", "--runtime", "2", "--json", "--plan-out", str(plan),
+                     state=tmp_path / "state")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["workload"] == "stream-read"
+    assert doc["baseline"]["mbps"] > 0 and doc["best"]["mbps"] > 0
+    assert doc["ci"][0] <= doc["gain"] <= doc["ci"][1]
+    phases = {t["phase"] for t in doc["trials"]}
+    assert {"baseline", "confirm"} <= phases
+    assert len([t for t in doc["trials"] if t["phase"] in ("initial", "search")]) <= 5
+    # The lab is gone and the plan says what the tune measured.
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    assert "iotuner-lab" not in loops
+    assert "source: tune" in plan.read_text()
+
+
+@pytest.mark.lab
+def test_tune_restores_the_device_and_kill_9_is_rolled_back(tmp_path: Path) -> None:
+    with loop_device(256) as name:
+        subprocess.run(["dd", "if=/dev/urandom", f"of=/dev/{name}", "bs=1M", "count=256",
+                        "status=none"], check=True)  # fmt: skip
+        before = queue_of(name)
+        state = tmp_path / "state"
+        result = iotuner("tune", "--target", f"/dev/{name}", "--budget", "3", "--runtime", "1",
+                         "--json", state=state)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert queue_of(name) == before, "a finished tune leaves the device as it found it"
+
+        env = {**os.environ, "IOTUNER_STATE_DIR": str(state)}
+        child = subprocess.Popen(
+            [sys.executable, "-m", "tuner.cli", "tune", "--target", f"/dev/{name}",
+             "--budget", "20", "--runtime", "2", "--json"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+        )  # fmt: skip
+        try:
+            _wait_for_changes(state / "state.db", child)
+        finally:
+            child.send_signal(signal.SIGKILL)
+            child.wait()
+        rollback = iotuner("rollback", state=state)
+        assert rollback.returncode == 0, rollback.stderr
+        assert queue_of(name) == before
+
+
+def _wait_for_changes(db: Path, child: subprocess.Popen[bytes], timeout: float = 120) -> None:
+    """Until the tune has journaled a change that differs from the original."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        assert child.poll() is None, "the tune ended before it changed anything"
+        if db.exists():
+            with sqlite3.connect(db) as con:
+                rows = con.execute(
+                    "SELECT COUNT(*) FROM changes"
+                    " WHERE restored_at IS NULL AND written_at IS NOT NULL"
+                ).fetchone()
+            if rows and rows[0]:
+                time.sleep(0.5)
+                return
+        time.sleep(0.3)
+    raise AssertionError("no change journaled in time")
+
+
+def test_unknown_workload_and_objective_are_bad_input(tmp_path: Path) -> None:
+    bad = iotuner("tune", "--objective", "speed", state=tmp_path)
+    assert bad.returncode == 2 and "--objective speed" in bad.stderr
+    if os.geteuid() == 0:
+        bad = iotuner("tune", "--workload", "nope", state=tmp_path)
+        assert bad.returncode == 2 and "unknown workload" in bad.stderr
+
+
+def test_writes_to_a_device_need_destroy_data(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    with loop_device(64) as name:
+        result = iotuner("tune", "--target", f"/dev/{name}", "--workload", "stream-write",
+                         state=tmp_path)  # fmt: skip
+        assert result.returncode == 2
+        assert "--destroy-data" in result.stderr

@@ -1,0 +1,145 @@
+"""`iotuner tune`: find, by real trials, the settings that make a workload fastest here."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from probes.host import probe_host
+from probes.hostfs import HostFS
+from tuner.errors import BadInput
+from tuner.journal import Journal
+from tuner.lab.session import lab_session
+from tuner.plan import plan_from_tune, write_plan
+from tuner.rulebase import check_workload, load_rule_base
+from tuner.rules.model import RuleBase, Workload
+from tuner.signals import restore_on_signals
+from tuner.topology import Machine
+from tuner.trials.fio import writes
+from tuner.trials.jobfile import load_fio_job
+from tuner.trials.targets import TrialTarget
+from tuner.tunables.engine import TunableEngine
+from tuner.tune.result import result_document
+from tuner.tune.setup import current_point, recommended_points, tune_space
+from tuner.tune.view import TuneView, render_summary
+
+MAIN_JOB_LAB = "single-disk"
+
+
+def tune(
+    target: Annotated[
+        str | None,
+        typer.Option(help="A block device or a directory for a scratch file; default: the lab."),
+    ] = None,
+    workload: Annotated[str, typer.Option(help="Workload profile to optimise.")] = "stream-read",
+    fio_job: Annotated[
+        Path | None, typer.Option(help="Your own fio job file instead of a workload profile.")
+    ] = None,
+    budget: Annotated[int, typer.Option(help="Most search trials.", min=3)] = 16,
+    time_s: Annotated[
+        float | None, typer.Option("--time", help="Stop searching after this many seconds.")
+    ] = None,
+    app_params: Annotated[
+        bool, typer.Option(help="Also search block size, queue depth, jobs, direct I/O.")
+    ] = False,
+    objective: Annotated[
+        str, typer.Option(help="throughput (MB/s) or latency (p99).")
+    ] = "throughput",
+    destroy_data: Annotated[
+        str | None,
+        typer.Option(help="A device whose data may be destroyed: write trials go to it."),
+    ] = None,
+    runtime: Annotated[float, typer.Option(help="Seconds measured per trial.", min=1)] = 4.0,
+    seed: Annotated[int, typer.Option(help="Seed of the search.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    plan_out: Annotated[Path | None, typer.Option(help="Write the result as a plan.")] = None,
+) -> None:
+    """Measure the baseline, search host settings with short fio trials, confirm the winner.
+
+    Without --target, brings up the lab's single-disk, tunes there and tears it down. Every
+    setting changed during trials is journaled first and restored at the end (also on Ctrl-C
+    and SIGTERM; after kill -9, by the next iotuner command or `iotuner rollback`).
+    Exit codes: 0 done, 1 a trial failed, 2 bad input.
+    """
+    if objective not in ("throughput", "latency"):
+        raise BadInput(f"--objective {objective}: use throughput or latency")
+    if os.geteuid() != 0:
+        raise BadInput("tune changes kernel settings and drops caches: run it as root")
+    if plan_out is not None and not plan_out.parent.is_dir():
+        raise BadInput(f"--plan-out {plan_out}: directory {plan_out.parent} does not exist")
+    base = load_rule_base()
+    chosen = _workload(base, workload, fio_job)
+    # scikit-optimize and scipy take seconds to import: only `tune` pays for them.
+    from tuner.tune.session import Tune, TuneConfig
+
+    config = TuneConfig(budget=budget, time_s=time_s, runtime_s=runtime,
+                        objective=objective, seed=seed)  # fmt: skip
+    console = Console(stderr=as_json)
+    with ExitStack() as stack:
+        trial_target = stack.enter_context(_target(target, destroy_data, chosen, console))
+        topology = probe_host(HostFS("/"))
+        space = tune_space(topology, trial_target.devices, chosen, app_params)
+        journal = stack.enter_context(Journal())
+        engine = stack.enter_context(TunableEngine(Path("/"), journal))
+        stack.enter_context(restore_on_signals(engine))
+        baseline = current_point(space, engine.tunables, chosen)
+        suggested = recommended_points(base, topology, chosen, space, baseline)
+        view = stack.enter_context(TuneView(console, budget, enabled=console.is_terminal))
+        session = Tune(trial_target, chosen, space, engine, config, on_trial=view.trial)
+        result = session.run(baseline, suggested)
+    host = next((m.name for m in topology.of_type(Machine)), "host")
+    if plan_out is not None:
+        measured = result_document(result)
+        measured.pop("trials")
+        write_plan(plan_from_tune(result.changes(), result.baseline_settings, host,
+                                  chosen.name, measured), plan_out)  # fmt: skip
+    if as_json:
+        sys.stdout.write(json.dumps(result_document(result), indent=2) + "\n")
+    else:
+        console.print(render_summary(result))
+
+
+def _workload(base: RuleBase, name: str, fio_job: Path | None) -> Workload:
+    if fio_job is not None:
+        return load_fio_job(fio_job)
+    check_workload(base, name)
+    found = base.workload(name)
+    assert found is not None  # check_workload raised otherwise
+    return found
+
+
+@contextmanager
+def _target(
+    target: str | None, destroy_data: str | None, workload: Workload, console: Console
+) -> Iterator[TrialTarget]:
+    """The trial target: the lab (main job), a device, or a scratch file in a directory."""
+    if target is None and destroy_data is None:
+        console.print(f"no --target: bringing up the lab's {MAIN_JOB_LAB}", style="dim")
+        with lab_session(MAIN_JOB_LAB) as lab:
+            # The lab's disks are iotuner's own, made for trials: writes may go there.
+            yield TrialTarget.device(lab.disks[0].device, destroy_data=True)
+        console.print("lab torn down", style="dim")
+        return
+    path = target or destroy_data
+    assert path is not None
+    if Path(path).is_dir():
+        with TrialTarget.scratch(path) as scratch:
+            yield scratch
+        return
+    device = TrialTarget.device(
+        path, destroy_data=destroy_data is not None and destroy_data == path
+    )
+    if writes(workload.fio) and not device.writable:
+        raise BadInput(
+            f"{path}: {workload.name} writes; name the device with --destroy-data "
+            "if its data may be destroyed, or give a directory for a scratch file"
+        )
+    yield device
