@@ -41,3 +41,19 @@ def hwloc_root(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unt
         return extracted[name]
 
     return root_of
+
+
+@pytest.fixture
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private IOTUNER_STATE_DIR, so no test touches /var/lib/iotuner."""
+    path = tmp_path / "state"
+    monkeypatch.setenv("IOTUNER_STATE_DIR", str(path))
+    return path
+
+
+@pytest.fixture
+def host(tree: SysTree) -> SysTree:
+    """A writable fixture host with every tunable's files (tests/tunables/hostroot.py)."""
+    from tests.tunables.hostroot import build_host
+
+    return build_host(tree)

@@ -19,7 +19,6 @@ import pytest
 
 from tests.loopdev import loop_device
 from tests.sysfs_tree import SysTree
-from tests.tunables.hostroot import build_host
 from tuner.journal import Journal, Session, recover
 from tuner.process import process_start_time
 from tuner.tunables.access import Tunables
@@ -27,18 +26,6 @@ from tuner.tunables.engine import TunableEngine
 
 FIXTURE_SETTINGS = ("block.read_ahead_kb=loop3=4096", "vm.dirty_ratio=host=40",
                     "block.scheduler=loop3=mq-deadline")  # fmt: skip
-
-
-@pytest.fixture
-def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "state"
-    monkeypatch.setenv("IOTUNER_STATE_DIR", str(path))
-    return path
-
-
-@pytest.fixture
-def host(tree: SysTree) -> SysTree:
-    return build_host(tree)
 
 
 def child(root: Path | str, mode: str, *settings: str) -> subprocess.Popen[str]:

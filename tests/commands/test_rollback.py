@@ -16,7 +16,6 @@ import pytest
 
 from tests.sysfs_tree import SysTree
 from tests.test_journal import child
-from tests.tunables.hostroot import build_host
 from tuner.tunables.access import Tunables
 
 SETTINGS = ("block.read_ahead_kb=loop3=4096", "net.ipv4.tcp_rmem=host=4096 87380 16777216")
@@ -27,18 +26,6 @@ def iotuner(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, "-m", "tuner.cli", *args], capture_output=True, text=True, timeout=120,
         env={**os.environ, "IOTUNER_STATE_DIR": str(state)},
     )  # fmt: skip
-
-
-@pytest.fixture
-def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "state"
-    monkeypatch.setenv("IOTUNER_STATE_DIR", str(path))
-    return path
-
-
-@pytest.fixture
-def host(tree: SysTree) -> SysTree:
-    return build_host(tree)
 
 
 def values(host: SysTree) -> list[object]:
