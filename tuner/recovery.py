@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tuner.state import DEFAULT_STATE_DIR
+from tuner.state import state_path
 
 if TYPE_CHECKING:
     from tuner.journal import Recovered
@@ -21,8 +21,8 @@ SKIP_COMMANDS = frozenset({"rollback"})
 
 
 def journal_path() -> Path:
-    """state.db in the state directory, found the way tuner.state finds it but not created."""
-    return Path(os.environ.get("IOTUNER_STATE_DIR") or DEFAULT_STATE_DIR) / "state.db"
+    """state.db in the state directory; a command that finds none creates nothing."""
+    return state_path() / "state.db"
 
 
 def recover_if_needed(command: str | None = None) -> list[Recovered]:

@@ -8,8 +8,13 @@ from pathlib import Path
 DEFAULT_STATE_DIR = Path("/var/lib/iotuner")
 
 
+def state_path() -> Path:
+    """$IOTUNER_STATE_DIR or /var/lib/iotuner, without creating it."""
+    return Path(os.environ.get("IOTUNER_STATE_DIR") or DEFAULT_STATE_DIR)
+
+
 def state_dir() -> Path:
-    """$IOTUNER_STATE_DIR or /var/lib/iotuner, created (mode 0700) on first use."""
-    path = Path(os.environ.get("IOTUNER_STATE_DIR") or DEFAULT_STATE_DIR)
+    """The state directory, created (mode 0700) on first use."""
+    path = state_path()
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     return path

@@ -40,11 +40,6 @@ def lane_mbps(gbps: float | None) -> float | None:
     return round(gbps * serial_encoding_efficiency(gbps) * 1000 / 8, 1)
 
 
-def port_lane_mbps(port: StoragePort) -> float | None:
-    """Usable MB/s of one lane of a SAS or SATA port, from its negotiated rate."""
-    return lane_mbps(port.link_gbps)
-
-
 def port_capacity_mbps(port: StoragePort) -> float | None:
     """What a port carries: lanes x lane rate (four 6 Gb/s lanes: 2400 MB/s); None if unknown."""
     per_lane = lane_mbps(port.link_gbps)
