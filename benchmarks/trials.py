@@ -39,11 +39,8 @@ def shm_loop(stack: ExitStack, size: int, name: str) -> Iterator[str]:
     path = Path(f"/dev/shm/iotuner-bench-{os.getpid()}-{name}.img")
     stack.callback(path.unlink, missing_ok=True)
     fill(path, size)
-    device = sh("losetup", "--find", "--show", str(path))
-    try:
+    with _loop_over(str(path)) as device:
         yield device
-    finally:
-        sh("losetup", "-d", device)
 
 
 def fill(path: Path, size: int) -> None:

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 
-def iotuner(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """`iotuner ARGS...` with the current environment (IOTUNER_STATE_DIR included)."""
+def iotuner(
+    *args: str, state: Path | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """`iotuner ARGS...`; with `state`, IOTUNER_STATE_DIR points there for this run only."""
+    env = dict(os.environ)
+    if state is not None:
+        env["IOTUNER_STATE_DIR"] = str(state)
     return subprocess.run(
-        [sys.executable, "-m", "tuner.cli", *args], capture_output=True, text=True, timeout=timeout
-    )
+        [sys.executable, "-m", "tuner.cli", *args],
+        capture_output=True, text=True, timeout=timeout, env=env,
+    )  # fmt: skip

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli import iotuner
 from tests.loopdev import loop_device
 from tests.sysfs_tree import SysTree
 from tuner.journal import Journal, Session, recover
@@ -196,11 +197,6 @@ def loop() -> Iterator[str]:
 def loop_settings(loop: str) -> tuple[str, ...]:
     return (f"block.read_ahead_kb={loop}=4096", f"block.scheduler={loop}=mq-deadline",
             f"block.nr_requests={loop}=64")  # fmt: skip
-
-
-def iotuner(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tuner.cli", *args], capture_output=True,
-                          text=True, timeout=120)  # fmt: skip
 
 
 @pytest.mark.lab

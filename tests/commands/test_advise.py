@@ -4,21 +4,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.cli import iotuner
 from tests.conftest import HWLOC_DUMPS
 from tuner.resources import rules_dir
-
-
-def iotuner(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tuner.cli", *args], capture_output=True, text=True, timeout=120
-    )
 
 
 @pytest.mark.parametrize("dump", HWLOC_DUMPS)

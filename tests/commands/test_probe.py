@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from benchmarks.synthetic_host import Shape, build
-
-
-def iotuner(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tuner.cli", *args], capture_output=True, text=True, timeout=120
-    )
+from tests.cli import iotuner
 
 
 @pytest.fixture(scope="module")

@@ -7,25 +7,17 @@ fixture host and died, or still run.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli import iotuner
 from tests.sysfs_tree import SysTree
 from tests.test_journal import child
 from tuner.tunables.access import Tunables
 
 SETTINGS = ("block.read_ahead_kb=loop3=4096", "net.ipv4.tcp_rmem=host=4096 87380 16777216")
-
-
-def iotuner(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tuner.cli", *args], capture_output=True, text=True, timeout=120,
-        env={**os.environ, "IOTUNER_STATE_DIR": str(state)},
-    )  # fmt: skip
 
 
 def values(host: SysTree) -> list[object]:
@@ -37,17 +29,17 @@ ORIGINAL = [128, (4096, 131072, 6291456)]
 
 
 def test_nothing_to_roll_back(state: Path) -> None:
-    result = iotuner(state, "rollback")
+    result = iotuner("rollback", state=state)
     assert (result.returncode, result.stdout.strip()) == (0, "nothing to roll back")
     assert not state.exists(), "no journal: nothing created"
-    doc = json.loads(iotuner(state, "rollback", "--json").stdout)
+    doc = json.loads(iotuner("rollback", "--json", state=state).stdout)
     assert doc == {"changes": [], "restored": 0, "failed": 0, "left_running": []}
 
 
 def test_rollback_restores_a_dead_session(state: Path, host: SysTree) -> None:
     child(host.root, "exit", *SETTINGS).wait()
     assert values(host) == [4096, (4096, 87380, 16777216)]
-    result = iotuner(state, "rollback", "--json")
+    result = iotuner("rollback", "--json", state=state)
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["restored"] == 2 and doc["failed"] == 0
@@ -57,21 +49,21 @@ def test_rollback_restores_a_dead_session(state: Path, host: SysTree) -> None:
     ]
     assert doc["changes"][0]["command"] == "journal_child exit"
     assert values(host) == ORIGINAL
-    assert iotuner(state, "rollback").stdout.strip() == "nothing to roll back"
+    assert iotuner("rollback", state=state).stdout.strip() == "nothing to roll back"
 
 
 def test_live_sessions_need_all_and_yes(state: Path, host: SysTree) -> None:
     proc = child(host.root, "sleep", *SETTINGS)
     try:
-        plain = iotuner(state, "rollback")
+        plain = iotuner("rollback", state=state)
         assert plain.returncode == 0
         assert f"pid {proc.pid} still runs" in plain.stdout
         assert values(host) == [4096, (4096, 87380, 16777216)]
-        refused = iotuner(state, "rollback", "--all")
+        refused = iotuner("rollback", "--all", state=state)
         assert refused.returncode == 2
         assert f"pid {proc.pid} (journal_child sleep)" in refused.stderr
         assert "add --yes to confirm" in refused.stderr
-        done = iotuner(state, "rollback", "--all", "--yes", "--json")
+        done = iotuner("rollback", "--all", "--yes", "--json", state=state)
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["restored"] == 2
         assert values(host) == ORIGINAL
@@ -86,21 +78,21 @@ def test_a_failed_restore_exits_1_and_stays_open(state: Path, host: SysTree) -> 
     if subprocess.run(["chattr", "+i", str(rmem)], capture_output=True).returncode != 0:
         pytest.skip("needs chattr +i to make a write fail")
     try:
-        result = iotuner(state, "rollback")
+        result = iotuner("rollback", state=state)
     finally:
         subprocess.run(["chattr", "-i", str(rmem)], check=True)
     assert result.returncode == 1
     assert "FAILED net.ipv4.tcp_rmem on host: not permitted here (EPERM writing " \
         "/proc/sys/net/ipv4/tcp_rmem)" in result.stdout  # fmt: skip
     assert "1 value(s) could not be restored" in result.stderr
-    again = iotuner(state, "rollback")
+    again = iotuner("rollback", state=state)
     assert again.returncode == 0 and "restored net.ipv4.tcp_rmem" in again.stdout
     assert values(host) == ORIGINAL
 
 
 def test_every_command_recovers_first(state: Path, host: SysTree) -> None:
     child(host.root, "exit", *SETTINGS).wait()
-    result = iotuner(state, "rules", "list", "--json")
+    result = iotuner("rules", "list", "--json", state=state)
     assert result.returncode == 0
     json.loads(result.stdout)  # the command's own output is untouched
     lines = result.stderr.strip().splitlines()
@@ -109,9 +101,9 @@ def test_every_command_recovers_first(state: Path, host: SysTree) -> None:
         "iotuner: restored block.read_ahead_kb on loop3 to 128 (left by session 1)",
     ]
     assert values(host) == ORIGINAL
-    assert iotuner(state, "rules", "list", "--json").stderr == ""
+    assert iotuner("rules", "list", "--json", state=state).stderr == ""
 
 
 def test_no_journal_means_no_state_directory(state: Path) -> None:
-    assert iotuner(state, "rules", "list", "--json").returncode == 0
+    assert iotuner("rules", "list", "--json", state=state).returncode == 0
     assert not state.exists()

@@ -13,17 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli import iotuner
 from tests.loopdev import loop_device
 
 QUEUE = ("read_ahead_kb", "nr_requests", "max_sectors_kb", "scheduler")
-
-
-def iotuner(*args: str, state: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "IOTUNER_STATE_DIR": str(state)}
-    return subprocess.run(
-        [sys.executable, "-m", "tuner.cli", *args],
-        capture_output=True, text=True, timeout=timeout, env=env,
-    )  # fmt: skip
 
 
 def queue_of(name: str) -> dict[str, str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lab.cli import iotuner
+from tests.cli import iotuner
 from tests.lab.conftest import assert_nothing_left, snapshot
 from tuner.lab import (
     Lab,
