@@ -58,10 +58,12 @@ def test_the_refused_depth_is_what_the_kernel_refuses(loop: str) -> None:
 
 
 def test_a_silent_adjustment_is_reported(loop: str) -> None:
+    # Not always 128: newer kernels derive a fresh loop device's readahead from its io_opt.
+    found = queue(loop, "read_ahead_kb")
     with TunableEngine(Path("/"), None) as engine:
         (applied,) = engine.apply({("block.read_ahead_kb", loop): 4093})
     assert applied.adjusted and applied.actual == 4092, "the kernel keeps whole 4 KB pages"
-    assert queue(loop, "read_ahead_kb") == "128"
+    assert queue(loop, "read_ahead_kb") == found
 
 
 def test_a_scheduler_change_restores_a_custom_depth(loop: str) -> None:
