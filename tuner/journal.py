@@ -134,7 +134,8 @@ class Journal:
         self._sessions: dict[str, int] = {}
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[None]:
+    def transaction(self) -> Iterator[None]:
+        """BEGIN IMMEDIATE ... COMMIT: one durable commit, rolled back on any exception."""
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield
@@ -155,19 +156,21 @@ class Journal:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def session(self, root: Path | str) -> int:
-        """This process's session for `root`, created on first use."""
-        key = str(root)
+    def session(self, root: Path | str, *, pid: int | None = None) -> int:
+        """This process's session for `root` (or that of `pid`, the process whose life the
+        changes belong to), created on first use."""
+        pid = os.getpid() if pid is None else pid
+        key = f"{root}\0{pid}"
         if key not in self._sessions:
-            with self._transaction():
+            with self.transaction():
                 cursor = self.db.execute(
                     "INSERT INTO sessions (pid, start_time, boot_id, root, command, started)"
                     " VALUES (?, ?, ?, ?, ?, ?)",
                     (
-                        os.getpid(),
-                        process_start_time(os.getpid()),
+                        pid,
+                        process_start_time(pid),
                         boot_id(),
-                        key,
+                        str(root),
                         self.command,
                         now(),
                     ),
@@ -179,7 +182,7 @@ class Journal:
         """Journal (key, target, saved original, new value) entries in one durable commit,
         before any of them is written; returns their change ids in order."""
         ids: list[int] = []
-        with self._transaction():
+        with self.transaction():
             row = self.db.execute(
                 "SELECT COALESCE(MAX(seq), 0) FROM changes WHERE session = ?", (session,)
             ).fetchone()
@@ -202,7 +205,7 @@ class Journal:
 
     def written(self, change: int, new: Value) -> None:
         """The value is written; `new` is what the kernel reads back."""
-        with self._transaction():
+        with self.transaction():
             self.db.execute(
                 "UPDATE changes SET written_at = ?, new = ? WHERE id = ?",
                 (now(), _dump(new), change),
@@ -210,7 +213,7 @@ class Journal:
 
     def restored(self, change: int, outcome: str = "restored") -> None:
         """The original is back (or, with outcome "reboot" or "gone", no longer applies)."""
-        with self._transaction():
+        with self.transaction():
             self.db.execute(
                 "UPDATE changes SET restored_at = ?, outcome = ? WHERE id = ?",
                 (now(), outcome, change),
@@ -218,7 +221,7 @@ class Journal:
 
     def keep(self, changes: Sequence[int]) -> None:
         """Leave these changes in place on purpose: recovery and plain rollback skip them."""
-        with self._transaction():
+        with self.transaction():
             stamp = now()
             self.db.executemany(
                 "UPDATE changes SET kept_at = ?, outcome = 'kept' WHERE id = ?",
@@ -227,7 +230,7 @@ class Journal:
 
     def end(self, session: int) -> None:
         """The session's process finished normally."""
-        with self._transaction():
+        with self.transaction():
             self.db.execute("UPDATE sessions SET ended = ? WHERE id = ?", (now(), session))
 
     # -- reading ---------------------------------------------------------------------------

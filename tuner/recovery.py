@@ -44,6 +44,7 @@ def recover_if_needed(command: str | None = None) -> list[Recovered]:
         return []
     import sqlite3
 
+    from tuner.apply.changeset import recover_pending
     from tuner.journal import Journal, recover
     from tuner.tunables.base import TunableError
     from tuner.tunables.engine import TunableEngine
@@ -51,11 +52,14 @@ def recover_if_needed(command: str | None = None) -> list[Recovered]:
     try:
         with Journal(path) as journal:
             results = recover(lambda root: TunableEngine(root, journal), journal)
+            applies = recover_pending(journal)
     except (sqlite3.Error, OSError, TunableError) as err:
         print(f"iotuner: cannot recover from the journal {path}: {err}", file=sys.stderr)
         return []
     for result in results:
         print(f"iotuner: {describe(result)}", file=sys.stderr)
+    for line in applies:
+        print(f"iotuner: {line}", file=sys.stderr)
     return results
 
 

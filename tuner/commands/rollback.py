@@ -1,8 +1,9 @@
-"""`iotuner rollback`: put back every value the journal holds changed and not restored.
+"""`iotuner rollback`: put back what iotuner changed.
 
-By default only what dead sessions left (a tune killed with SIGKILL, a power cut); `--all`
-also takes what running iotuner processes changed, after `--yes`. Values an apply kept on
-purpose are not touched (the apply issue adds `--to ID` for those).
+First what dead sessions left (a tune killed with SIGKILL, a power cut, an apply interrupted
+half way); `--all` also takes what running iotuner processes changed, after `--yes`. Then the
+applies: without `--to`, the latest apply still in place; with `--to ID`, every apply after ID,
+newest first (`--to 0`: all of them). `iotuner history` lists the ids.
 """
 
 from __future__ import annotations
@@ -24,13 +25,22 @@ def rollback(
         typer.Option("--all", help="Also restore what running iotuner processes changed."),
     ] = False,
     yes: Annotated[bool, typer.Option("--yes", help="Confirm --all.")] = False,
+    to: Annotated[
+        int | None,
+        typer.Option(
+            "--to", min=0, help="Undo every apply after this id (see `iotuner history`); 0: all."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print what was done as JSON.")] = False,
 ) -> None:
     """Restore every journaled original still changed (exit 1 if any could not be)."""
     path = journal_path()
     if not path.exists():
-        _report([], {}, [], as_json)
+        if to:
+            raise BadInput(f"--to {to}: no apply has been journaled here ({path} is missing)")
+        _report([], {}, [], [], as_json)
         return
+    from tuner.apply import changeset
     from tuner.journal import Journal, recover
     from tuner.tunables.engine import TunableEngine
 
@@ -52,9 +62,28 @@ def rollback(
         )
         left = [] if all_sessions else live
         rows = [_row(r, sessions) for r in results]
-    _report(rows, {s.id: s.pid for s in left}, [r["message"] for r in rows if r["failed"]], as_json)
-    if any(row["failed"] for row in rows):
-        raise IotunerError(f"{sum(row['failed'] for row in rows)} value(s) could not be restored")
+        applies: list[dict[str, Any]] = [
+            {"id": None, "problems": [line]} for line in changeset.recover_pending(journal)
+        ]
+        applies += [
+            {"id": record.id, "problems": changeset.undo(journal, record.id)}
+            for record in _applies_to_undo(changeset.history(journal), to)
+        ]
+    failures = [r["message"] for r in rows if r["failed"]]
+    failures += [p for a in applies if a["id"] is not None for p in a["problems"]]
+    _report(rows, {s.id: s.pid for s in left}, applies, failures, as_json)
+    if failures:
+        raise IotunerError(f"{len(failures)} value(s) or file(s) could not be restored")
+
+
+def _applies_to_undo(records: list[Any], to: int | None) -> list[Any]:
+    """Newest first: the latest apply in place, or every one in place after `to`."""
+    in_place = [r for r in records if r.status == "applied"]
+    if to is None:
+        return in_place[:1]
+    if to and all(r.id != to for r in records):
+        raise BadInput(f"--to {to}: no such apply (`iotuner history` lists them)")
+    return [r for r in in_place if r.id > to]
 
 
 def _row(result: Any, sessions: dict[int, Any]) -> dict[str, Any]:
@@ -74,21 +103,33 @@ def _row(result: Any, sessions: dict[int, Any]) -> dict[str, Any]:
 
 
 def _report(
-    rows: list[dict[str, Any]], live: dict[int, int], failures: list[str], as_json: bool
+    rows: list[dict[str, Any]],
+    live: dict[int, int],
+    applies: list[dict[str, Any]],
+    failures: list[str],
+    as_json: bool,
 ) -> None:
     if as_json:
         doc = {
             "changes": rows,
+            "applies": [a for a in applies if a["id"] is not None],
             "restored": sum(1 for r in rows if r["outcome"] == "restored"),
             "failed": len(failures),
             "left_running": [{"session": s, "pid": p} for s, p in live.items()],
         }
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return
-    if not rows:
+    if not rows and not applies:
         typer.echo("nothing to roll back")
     for row in rows:
         typer.echo(_line(row))
+    for done in applies:
+        if done["id"] is None:
+            typer.echo(done["problems"][0])
+            continue
+        typer.echo(f"rolled back apply {done['id']}: files and live values as they were before it")
+        for problem in done["problems"]:
+            typer.echo(f"FAILED {problem}")
     for session, pid in live.items():
         typer.echo(f"left session {session} alone: pid {pid} still runs (--all --yes takes it)")
 

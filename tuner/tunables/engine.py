@@ -25,6 +25,17 @@ from tuner.tunables.sysroot import SysRoot
 from tuner.tunables.table import IMPLEMENTATIONS, apply_rank
 
 
+def conflict(key: str, target: str, batch: set[tuple[str, str]]) -> str | None:
+    """Why `key` cannot be set on `target` together with the rest of `batch`, or None."""
+    impl = IMPLEMENTATIONS[key]
+    if isinstance(impl, DirtyPair) and (impl.coupled[0], target) in batch:
+        return (
+            f"set either {key} or {impl.coupled[0]}, not both "
+            "(the kernel keeps only the last one written)"
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class Applied:
     """One value written: what was asked, what the kernel holds now, and what it held before."""
@@ -118,12 +129,9 @@ class TunableEngine:
         )
         keys = {(key, target) for key, target, _ in ordered}
         for key, target, _ in ordered:
-            impl = IMPLEMENTATIONS[key]
-            if isinstance(impl, DirtyPair) and (impl.coupled[0], target) in keys:
-                raise InvalidValue(
-                    f"{key} on {target}: set either {key} or {impl.coupled[0]}, not both "
-                    "(the kernel keeps only the last one written)"
-                )
+            why = conflict(key, target, keys)
+            if why:
+                raise InvalidValue(f"{key} on {target}: {why}")
         pending: dict[tuple[str, str], Value] = {}
         batch = []
         for key, target, value in ordered:
@@ -201,9 +209,16 @@ class TunableEngine:
 
     def restore_change(self, change: Change) -> None:
         """Put back one journaled original (recovery of another process's change)."""
-        entry = _Entry(change.id, change.key, change.target, change.saved)
-        if not self._matches(entry):
-            self.tunables.restore(change.key, change.target, change.saved)
+        self.restore_saved(change.key, change.target, change.saved)
+
+    def restore_saved(self, key: str, target: str, saved: Saved) -> bool:
+        """Put back one saved original unless it (and its coupled values) are already there;
+        True when something was written."""
+        entry = _Entry(None, key, target, saved)
+        if self._matches(entry):
+            return False
+        self.tunables.restore(key, target, saved)
+        return True
 
     def keep(self) -> None:
         """Leave what was applied in place: journaled as kept, not restored on exit."""

@@ -1,0 +1,262 @@
+"""A plan turned into what the host should hold: managed files and live values, validated.
+
+Pure: it reads the host below `root` and never writes. The Ansible role (playbooks/roles/
+iotuner_apply) writes what this renders; `iotuner verify` checks it; the journal of applies
+(tuner/apply/changeset.py) saves what each managed file and value held before.
+
+A plan is the whole of what iotuner wants on a host, so every managed file is always listed:
+one this plan does not need has content None and is removed, and an older plan's rules for a
+disk the new plan leaves alone do not linger.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tuner.apply.identity import Identity, identify
+from tuner.errors import BadInput
+from tuner.plan import Plan
+from tuner.tunables.access import Tunables, format_value
+from tuner.tunables.base import TunableError, Value
+from tuner.tunables.block import BlockTunable
+from tuner.tunables.engine import conflict
+from tuner.tunables.nic import Mtu
+from tuner.tunables.registry import TUNABLES
+from tuner.tunables.sysctl import Sysctl
+from tuner.tunables.table import apply_rank
+
+UDEV_RULES = "etc/udev/rules.d/60-iotuner.rules"
+SYSCTL_CONF = "etc/sysctl.d/60-iotuner.conf"
+BOOT_UNIT = "etc/systemd/system/iotuner-boot.service"
+BOOT_WANTS = "etc/systemd/system/multi-user.target.wants/iotuner-boot.service"
+MANAGED_FILES = (UDEV_RULES, SYSCTL_CONF, BOOT_UNIT, BOOT_WANTS)
+"""Every file iotuner apply manages, relative to the configuration root."""
+
+
+@dataclass(frozen=True)
+class ManagedFile:
+    """A file (or symlink) as the plan wants it; content None and no link: it must not exist."""
+
+    path: str
+    content: str | None
+    mode: int = 0o644
+    link: str | None = None
+
+    @property
+    def wanted(self) -> bool:
+        """True when the file (or link) should exist."""
+        return self.content is not None or self.link is not None
+
+
+@dataclass(frozen=True)
+class LiveSetting:
+    """One value to hold now: the plan entry it comes from, and what reading it should give."""
+
+    entry: int
+    key: str
+    target: str
+    value: Value
+    expected: Value
+    path: str
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """What applying a plan means on this host."""
+
+    plan: Plan
+    files: tuple[ManagedFile, ...]
+    live: tuple[LiveSetting, ...]
+    identities: dict[str, Identity]
+
+
+def render(
+    plan: Plan,
+    *,
+    plan_path: str = "plan",
+    root: Path = Path("/"),
+    conf_root: Path = Path("/"),
+) -> Rendered:
+    """Validate the whole plan against the host, then render its files and live values.
+
+    BadInput (exit 2) names the first bad entry: an unknown tunable, a target that is not
+    here, a value the kernel would refuse, a device with no stable identity.
+    """
+    tunables = Tunables(root)
+    order = sorted(range(len(plan.entries)), key=lambda i: apply_rank(plan.entries[i].key))
+    batch = {(e.key, _target(tunables, e.key, e.target)) for e in plan.entries}
+    pending: dict[tuple[str, str], Value] = {}
+    live: list[LiveSetting] = []
+    identities: dict[str, Identity] = {}
+    for i in order:
+        entry = plan.entries[i]
+
+        def bad(why: str, i: int = i) -> BadInput:
+            e = plan.entries[i]
+            return BadInput(f"{plan_path}: entries[{i}] ({e.key} on {e.target}): {why}")
+
+        if entry.key not in TUNABLES:
+            raise bad("unknown tunable (see `iotuner rules list` and docs/plan-format.md)")
+        target = _target(tunables, entry.key, entry.target)
+        why = conflict(entry.key, target, batch)
+        if why:
+            raise bad(why)
+        try:
+            value = tunables.validate(entry.key, target, entry.value, pending=pending)
+            expected = tunables.expected(entry.key, target, value)
+            if TUNABLES[entry.key].persist == "udev":
+                identities.setdefault(target, identify(root, target))
+        except TunableError as err:
+            raise bad(_why(str(err), entry.key, target)) from None
+        except BadInput as err:
+            raise bad(str(err)) from None
+        pending[(entry.key, target)] = value
+        live.append(
+            LiveSetting(i, entry.key, target, value, expected, _path(tunables, entry.key, target))
+        )
+    files = _files(plan, live, identities, Path(conf_root))
+    return Rendered(plan, files, tuple(live), identities)
+
+
+def _target(tunables: Tunables, key: str, target: str) -> str:
+    try:
+        return tunables.target(key, target)
+    except TunableError:
+        return target
+
+
+def _why(message: str, key: str, target: str) -> str:
+    """The tunable's message without the "KEY on TARGET: " the entry label already says."""
+    return message.removeprefix(f"{key} on {target}: ")
+
+
+def _path(tunables: Tunables, key: str, target: str) -> str:
+    """The kernel file a setting lives in, as the host names it."""
+    impl = tunables.impl(key)
+    sysroot = tunables.sys
+    if isinstance(impl, BlockTunable):
+        return sysroot.shown(impl.rel(sysroot, target))
+    if isinstance(impl, Sysctl):
+        return sysroot.shown(impl.rel())
+    if isinstance(impl, Mtu):
+        return sysroot.shown(impl.rel(sysroot, target))
+    if key == "irq.affinity":
+        return "/proc/irq/*/smp_affinity_list"
+    return "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
+
+
+def _header(plan: Plan) -> str:
+    what = f"an iotuner {plan.source} plan for {plan.host} ({plan.created}"
+    what += f", workload {plan.workload})" if plan.workload else ")"
+    return (
+        f"# Written by iotuner apply from {what}.\n# `iotuner rollback` puts back what was here.\n"
+    )
+
+
+def _files(
+    plan: Plan, live: list[LiveSetting], identities: dict[str, Identity], conf_root: Path
+) -> tuple[ManagedFile, ...]:
+    by_persist: dict[str, list[LiveSetting]] = defaultdict(list)
+    for setting in live:
+        by_persist[TUNABLES[setting.key].persist].append(setting)
+    header = _header(plan)
+    rules = _udev_rules(by_persist["udev"], identities)
+    sysctls = [
+        f"{s.key} = {format_value(s.value)}\n"
+        for s in sorted(by_persist["sysctl"], key=lambda s: s.key)
+    ]
+    unit = _boot_unit(by_persist["unit"])
+
+    def at(rel: str) -> str:
+        return str(conf_root / rel)
+
+    return (
+        ManagedFile(at(UDEV_RULES), header + "".join(rules) if rules else None),
+        ManagedFile(at(SYSCTL_CONF), header + "".join(sysctls) if sysctls else None),
+        ManagedFile(at(BOOT_UNIT), header + unit if unit else None),
+        # The link `systemctl enable` would make: written directly, so enabling needs no
+        # running systemd (a container, an image being built).
+        ManagedFile(at(BOOT_WANTS), None, link=f"/{BOOT_UNIT}" if unit else None),
+    )
+
+
+def _udev_rules(settings: list[LiveSetting], identities: dict[str, Identity]) -> list[str]:
+    """One rule per device, its assignments in apply order (the scheduler before the depth)."""
+    by_target: dict[str, list[LiveSetting]] = defaultdict(list)
+    for setting in settings:
+        by_target[setting.target].append(setting)
+    rules = []
+    for target in sorted(by_target):
+        identity = identities[target]
+        if identity.kind == "mac":
+            head = 'ACTION=="add", SUBSYSTEM=="net", '
+            attrs = [f'ATTR{{mtu}}="{s.value}"' for s in by_target[target]]
+        else:
+            head = 'ACTION=="add|change", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", '
+            attrs = [
+                f'ATTR{{queue/{_attr(s.key)}}}="{format_value(s.value)}"' for s in by_target[target]
+            ]
+        rules.append(
+            f"# {target} ({identity.kind})\n{head}{identity.udev_match()}, {', '.join(attrs)}\n"
+        )
+    return rules
+
+
+def _attr(key: str) -> str:
+    from tuner.tunables.table import IMPLEMENTATIONS
+
+    impl = IMPLEMENTATIONS[key]
+    assert isinstance(impl, BlockTunable)
+    return impl.attr
+
+
+def _boot_unit(settings: list[LiveSetting]) -> str | None:
+    """A oneshot unit for what neither udev nor sysctl.d can hold, resolved again at boot."""
+    if not settings:
+        return None
+    args = " ".join(f"{s.key}@{s.target}={s.value}" for s in settings)
+    return (
+        "[Unit]\n"
+        "Description=iotuner settings udev and sysctl.d cannot hold (IRQ affinity, governor)\n"
+        "After=local-fs.target\n\n"
+        "[Service]\n"
+        "Type=oneshot\n"
+        "RemainAfterExit=yes\n"
+        f"ExecStart={sys.executable} -m tuner.apply.boot {args}\n\n"
+        "[Install]\n"
+        "WantedBy=multi-user.target\n"
+    )
+
+
+def rendered_document(rendered: Rendered) -> dict[str, Any]:
+    """The rendered plan as JSON-able data (what the role's iotuner_plan module returns)."""
+    return {
+        "files": [
+            {
+                "path": f.path,
+                "content": f.content,
+                "mode": f"{f.mode:04o}",
+                "link": f.link,
+                "wanted": f.wanted,
+            }
+            for f in rendered.files
+        ],
+        "live": [
+            {
+                "entry": s.entry,
+                "key": s.key,
+                "target": s.target,
+                "value": list(s.value) if isinstance(s.value, tuple) else s.value,
+                "expected": list(s.expected) if isinstance(s.expected, tuple) else s.expected,
+                "path": s.path,
+            }
+            for s in rendered.live
+        ],
+        "identities": {
+            name: {"kind": i.kind, "value": i.value} for name, i in rendered.identities.items()
+        },
+    }
