@@ -53,7 +53,7 @@ class Identity:
 
 def udev_properties(fs: HostFS, device: str) -> dict[str, str]:
     """The E: properties udev recorded for a block device (empty without a udev database)."""
-    majmin = fs.read(f"sys/class/block/{device}/dev")
+    majmin = fs.read(f"sys/block/{device}/dev")
     text = fs.read(f"run/udev/data/b{majmin}") if majmin else None
     props = {}
     for line in (text or "").splitlines():
@@ -65,14 +65,14 @@ def udev_properties(fs: HostFS, device: str) -> dict[str, str]:
 
 def block_identity(fs: HostFS, device: str) -> Identity | None:
     """A block device's identity, or None when it has nothing stable."""
-    backing = fs.read(f"sys/class/block/{device}/loop/backing_file")
+    backing = fs.read(f"sys/block/{device}/loop/backing_file")
     if backing:
         return Identity("loop", backing)
     props = udev_properties(fs, device)
     for kind, name in _UDEV_KEYS:
         if props.get(name):
             return Identity(kind, props[name])
-    for rel in (f"sys/class/block/{device}/wwid", f"sys/class/block/{device}/device/wwid"):
+    for rel in (f"sys/block/{device}/wwid", f"sys/block/{device}/device/wwid"):
         wwid = fs.read(rel)
         if wwid:
             return Identity("wwid", wwid)
@@ -83,7 +83,7 @@ def identify(root: Path, device: str) -> Identity:
     """The identity of a block device ("sdb", "/dev/loop3") or a network interface ("eth0")."""
     fs = HostFS(root)
     name = device.removeprefix("/dev/")
-    if fs.exists(f"sys/class/block/{name}"):
+    if fs.exists(f"sys/block/{name}"):
         found = block_identity(fs, name)
         if found is None:
             raise NoIdentity(

@@ -1,0 +1,127 @@
+"""The journal of applies: originals saved before any write, put back byte for byte."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.apply.hosts import identity_host
+from tests.cli import iotuner
+from tests.sysfs_tree import SysTree
+from tuner.apply import changeset
+from tuner.apply.render import SYSCTL_CONF, UDEV_RULES, Rendered, render
+from tuner.journal import Journal
+from tuner.plan import Plan, PlanEntry
+from tuner.tunables.access import Tunables
+
+REPO = Path(__file__).resolve().parents[2]
+PLAN = Plan(1, "2026-11-22T07:10:00+00:00", "storage01", "advise", "stream-read",
+            (PlanEntry("block.scheduler", "loop3", "mq-deadline"),
+             PlanEntry("block.nr_requests", "loop3", 512),
+             PlanEntry("vm.dirty_background_ratio", "host", 5)))  # fmt: skip
+# Bytes no text round trip would keep: no final newline, a tab, a byte that is not UTF-8.
+OLD_SYSCTL = b"# the admin's own\nvm.swappiness\t= 1\n\xff"
+
+
+@pytest.fixture
+def host(tree: SysTree) -> SysTree:
+    return identity_host(tree)
+
+
+@pytest.fixture
+def conf(tmp_path: Path) -> Path:
+    path = tmp_path / "conf"
+    (path / SYSCTL_CONF).parent.mkdir(parents=True)
+    (path / SYSCTL_CONF).write_bytes(OLD_SYSCTL)
+    os.chmod(path / SYSCTL_CONF, 0o600)
+    return path
+
+
+def write_all(rendered: Rendered, root: Path) -> None:
+    """What the role does, done directly."""
+    for f in rendered.files:
+        if f.content is not None:
+            Path(f.path).parent.mkdir(parents=True, exist_ok=True)
+            Path(f.path).write_text(f.content)
+            os.chmod(f.path, f.mode)
+    tunables = Tunables(root)
+    for s in rendered.live:
+        tunables.write(s.key, s.target, s.value)
+
+
+def live(root: Path) -> list[object]:
+    tunables = Tunables(root)
+    return [tunables.read(k, t) for k, t in (("block.scheduler", "loop3"),
+            ("block.nr_requests", "loop3"), ("vm.dirty_background_ratio", "host"))]  # fmt: skip
+
+
+def test_undo_restores_files_byte_for_byte_and_live_values(
+    host: SysTree, conf: Path, state: Path
+) -> None:
+    rendered = render(PLAN, root=host.root, conf_root=conf)
+    before = live(host.root)
+    with Journal(state / "state.db") as journal:
+        apply_id = changeset.begin(journal, rendered, plan_text="p", plan_path="p.yaml",
+                                   root=host.root)  # fmt: skip
+        write_all(rendered, host.root)
+        changeset.finish(journal, apply_id, "applied")
+        assert live(host.root) == ["mq-deadline", 512, 5]
+        assert (conf / UDEV_RULES).exists()
+        assert changeset.undo(journal, apply_id) == []
+        (record,) = changeset.history(journal)
+    assert live(host.root) == before == ["none", 128, 10]
+    assert (conf / SYSCTL_CONF).read_bytes() == OLD_SYSCTL
+    assert (conf / SYSCTL_CONF).stat().st_mode & 0o777 == 0o600
+    assert not (conf / UDEV_RULES).exists(), "a file the apply created is removed"
+    assert record.status == "rolled-back" and record.rolled_back_at is not None
+
+
+def test_history_lists_applies_newest_first_with_what_they_wrote(
+    host: SysTree, conf: Path, state: Path
+) -> None:
+    rendered = render(PLAN, root=host.root, conf_root=conf)
+    with Journal(state / "state.db") as journal:
+        first = changeset.begin(journal, rendered, plan_text="p", plan_path="a.yaml",
+                                root=host.root)  # fmt: skip
+        changeset.finish(journal, first, "applied")
+        second = changeset.begin(journal, rendered, plan_text="p", plan_path="b.yaml",
+                                 root=host.root)  # fmt: skip
+        changeset.finish(journal, second, "unchanged")
+        records = changeset.history(journal)
+    assert [(r.id, r.status, r.plan_path) for r in records] == [
+        (second, "unchanged", "b.yaml"), (first, "applied", "a.yaml")]  # fmt: skip
+    assert records[0].files == (str(conf / UDEV_RULES), str(conf / SYSCTL_CONF))
+
+
+def test_a_pending_apply_is_left_alone_while_its_process_lives(
+    host: SysTree, conf: Path, state: Path
+) -> None:
+    rendered = render(PLAN, root=host.root, conf_root=conf)
+    with Journal(state / "state.db") as journal:
+        changeset.begin(journal, rendered, plan_text="p", plan_path="p.yaml", root=host.root,
+                        owner_pid=os.getpid())  # fmt: skip
+        write_all(rendered, host.root)
+        assert changeset.recover_pending(journal) == []
+    assert live(host.root) == ["mq-deadline", 512, 5]
+
+
+def test_kill_9_in_the_middle_of_an_apply_is_undone_by_the_next_command(
+    host: SysTree, conf: Path, state: Path
+) -> None:
+    before = live(host.root)
+    env = {**os.environ, "IOTUNER_STATE_DIR": str(state)}
+    command = [sys.executable, "-m", "tests.apply.apply_child", str(host.root), str(conf)]
+    child = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True)
+    assert child.returncode == -9, child.stderr
+    assert live(host.root)[:2] == ["mq-deadline", 512] and (conf / UDEV_RULES).exists()
+    result = iotuner("history", "--json", state=state)
+    assert result.returncode == 0, result.stderr
+    assert "rolled back apply 1, interrupted before it finished" in result.stderr
+    assert live(host.root) == before
+    assert not (conf / UDEV_RULES).exists()
+    assert (conf / SYSCTL_CONF).read_bytes() == OLD_SYSCTL
+    assert '"status": "rolled-back"' in result.stdout
