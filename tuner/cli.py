@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from tuner import __version__
-from tuner.commands import advise, history, lab, probe, rollback, rules, tune
+from tuner.commands import advise, history, lab, probe, rollback, rules, tune, verify
 from tuner.errors import IotunerError
 from tuner.recovery import recover_if_needed
 
@@ -26,6 +26,7 @@ app.command(name="tune")(tune.tune)
 app.add_typer(rules.app, name="rules")
 app.command(name="rollback")(rollback.rollback)
 app.command(name="history")(history.history)
+app.command(name="verify")(verify.verify)
 app.add_typer(lab.app, name="lab")
 
 

@@ -99,6 +99,7 @@ def tune(
     if plan_out is not None:
         measured = result_document(result)
         measured.pop("trials")
+        measured["target"] = trial_target.directory or trial_target.path  # for apply --measure
         write_plan(plan_from_tune(result.changes(), result.baseline_settings, host,
                                   chosen.name, measured), plan_out)  # fmt: skip
     if as_json:
