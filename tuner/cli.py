@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from tuner import __version__
-from tuner.commands import advise, history, lab, probe, rollback, rules, tune, verify
+from tuner.commands import advise, apply, history, lab, probe, rollback, rules, tune, verify
 from tuner.errors import IotunerError
 from tuner.recovery import recover_if_needed
 
@@ -23,6 +23,7 @@ app = typer.Typer(
 app.command(name="probe")(probe.probe)
 app.command(name="advise")(advise.advise)
 app.command(name="tune")(tune.tune)
+app.command(name="apply")(apply.apply)
 app.add_typer(rules.app, name="rules")
 app.command(name="rollback")(rollback.rollback)
 app.command(name="history")(history.history)

@@ -1,0 +1,186 @@
+"""The iotuner_apply role, run for real by ansible-playbook against localhost on loop devices.
+
+Each test gets its own loop device, configuration root (a directory standing in for /etc) and
+state directory. Only block.* values are changed live; the sysctl entry always holds the value
+the machine already has, so only its file is written.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.apply.applylab import (
+    APPLIED,
+    SYSCTL,
+    backing_file,
+    block_entries,
+    queue,
+    refused,
+    sysctl_entry,
+    tree,
+    udev_rules,
+    write_plan,
+)
+from tests.cli import iotuner
+from tests.loopdev import loop_device
+from tuner.apply import changeset
+from tuner.apply.render import SYSCTL_CONF, UDEV_RULES
+from tuner.apply.runner import PlaybookRun, run_apply
+from tuner.journal import Journal
+
+pytestmark = pytest.mark.lab
+
+if shutil.which("ansible-playbook") is None:  # pragma: no cover - installed with iotuner
+    pytest.skip("needs ansible-playbook", allow_module_level=True)
+
+
+@pytest.fixture
+def dev(state: Path) -> Iterator[str]:
+    """A loop device; every apply the test left in place is undone before it goes (the
+    machine's sysctl included, should another test have changed it in between)."""
+    with loop_device() as name:
+        yield name
+        if (state / "state.db").exists():
+            iotuner("rollback", "--to", "0", state=state)
+
+
+@pytest.fixture
+def conf(tmp_path: Path) -> Path:
+    path = tmp_path / "conf"
+    path.mkdir()
+    return path
+
+
+def history(state: Path) -> list[str]:
+    """The statuses of the applies journaled, oldest first."""
+    if not (state / "state.db").exists():
+        return []
+    with Journal(state / "state.db") as journal:
+        return [r.status for r in reversed(changeset.history(journal))]
+
+
+def live_items(run: PlaybookRun) -> dict[str, str]:
+    """iotuner_tunable's per-item status: "block.scheduler on loop3" -> "changed"."""
+    return {t.item or "": t.status for t in run.of_action("iotuner_tunable")}
+
+
+def test_apply_sets_values_writes_files_and_is_idempotent(
+    dev: str, conf: Path, state: Path, tmp_path: Path
+) -> None:
+    plan = write_plan(tmp_path / "plan.yaml", [*block_entries(dev), sysctl_entry()])
+    first = run_apply(plan, conf_root=conf, state=state)
+    assert first.ok, first.failures()
+    assert queue(dev) == APPLIED
+    rules = (conf / UDEV_RULES).read_text()
+    # Matched by what stays (the backing file), never by the kernel name.
+    assert f'ATTR{{loop/backing_file}}=="{backing_file(dev)}"' in rules
+    assert 'ATTR{queue/read_ahead_kb}="4093"' in rules
+    sysctl = (conf / SYSCTL_CONF).read_text()
+    assert f"{SYSCTL} = {sysctl_entry()['value']}\n" in sysctl
+    assert oct(os.stat(conf / SYSCTL_CONF).st_mode & 0o777) == "0o644"
+    assert first.recap[0].changed > 0
+    assert live_items(first)[f"block.scheduler on {dev}"] == "changed"
+    assert live_items(first)[f"{SYSCTL} on host"] == "ok"
+
+    files = tree(conf)
+    second = run_apply(plan, conf_root=conf, state=state)
+    assert second.ok and second.recap[0].changed == 0
+    assert [t for t in second.tasks if t.changed] == []
+    assert tree(conf) == files and queue(dev) == APPLIED
+    # The no-op run is journaled too (before it knew), then marked so rollback skips it.
+    assert history(state) == ["applied", "unchanged"]
+
+
+def test_check_mode_changes_nothing_and_says_what_would(
+    dev: str, conf: Path, state: Path, tmp_path: Path
+) -> None:
+    plan = write_plan(tmp_path / "plan.yaml", block_entries(dev))
+    before = queue(dev)
+    run = run_apply(plan, check=True, diff=True, conf_root=conf, state=state)
+    assert run.ok, run.failures()
+    assert queue(dev) == before and tree(conf) == {}
+    assert history(state) == []
+    assert live_items(run)[f"block.read_ahead_kb on {dev}"] == "changed"
+    (readahead,) = [t for t in run.tasks if t.item == f"block.read_ahead_kb on {dev}"]
+    assert readahead.diff[0]["before"] == f"{before['read_ahead_kb']}\n"
+    assert readahead.diff[0]["after"] == "4092\n"
+    # The directories the files would go in are missing here: check mode says so.
+    created = [t for t in run.of_action("file") if t.changed]
+    assert {t.item for t in created} >= {str((conf / UDEV_RULES).parent)}
+
+    # Once applied, check mode finds nothing to do, and shows the file it would change.
+    assert run_apply(plan, conf_root=conf, state=state).ok
+    assert run_apply(plan, check=True, conf_root=conf, state=state).recap[0].changed == 0
+    other = write_plan(tmp_path / "other.yaml", [{**block_entries(dev)[1], "value": 8192}])
+    files = tree(conf)
+    run = run_apply(other, check=True, diff=True, conf_root=conf, state=state)
+    assert tree(conf) == files and queue(dev) == APPLIED
+    (rules,) = [t for t in run.of_action("copy") if t.item == str(conf / UDEV_RULES)]
+    assert rules.changed and '"8192"' in rules.diff[0]["after"]
+    assert '"4093"' in rules.diff[0]["before"]
+
+
+def test_bad_plan_fails_before_anything_is_written(
+    dev: str, conf: Path, state: Path, tmp_path: Path
+) -> None:
+    entries = [*block_entries(dev), {"key": "block.nr_requests", "target": "loop999", "value": 64}]
+    plan = write_plan(tmp_path / "plan.yaml", entries)
+    before = queue(dev)
+    run = run_apply(plan, conf_root=conf, state=state)
+    assert not run.ok
+    (failed,) = run.failures()
+    assert failed.action == "iotuner_plan"
+    assert "entries[3] (block.nr_requests on loop999)" in failed.msg
+    assert queue(dev) == before and tree(conf) == {} and history(state) == []
+
+
+def test_a_failure_in_the_middle_leaves_the_host_as_before(
+    dev: str, conf: Path, state: Path, tmp_path: Path
+) -> None:
+    # An admin's own file where iotuner's goes: it must come back byte for byte, mode too.
+    rules = conf / UDEV_RULES
+    rules.parent.mkdir(parents=True)
+    rules.write_bytes(b'# mine\nKERNEL=="sdq", ATTR{queue/nomerges}="2"')
+    os.chmod(rules, 0o600)
+    files, before = tree(conf), queue(dev)
+    plan = write_plan(tmp_path / "plan.yaml", [*block_entries(dev), sysctl_entry()])
+    # Files first, then the scheduler; the kernel refuses readahead; the depth is still
+    # written after it (a loop task runs all its items) before the rescue undoes it all.
+    with refused(f"/sys/block/{dev}/queue/read_ahead_kb"):
+        run = run_apply(plan, conf_root=conf, state=state)
+    assert not run.ok and run.recap[0].rescued == 1
+    statuses = live_items(run)
+    assert statuses[f"block.scheduler on {dev}"] == "changed"
+    assert statuses[f"block.read_ahead_kb on {dev}"] == "failed"
+    assert statuses[f"block.nr_requests on {dev}"] == "changed"
+    assert any(t.changed for t in run.of_action("copy"))
+    assert "EROFS" in run.failures()[-1].msg
+    assert "everything put back as it was" in run.failures()[-1].msg
+    assert queue(dev) == before
+    assert tree(conf) == files
+    assert history(state) == ["rolled-back"]
+
+
+def test_the_udev_rule_brings_the_settings_back(
+    dev: str, conf: Path, state: Path, tmp_path: Path
+) -> None:
+    if shutil.which("udevadm") is None:
+        pytest.skip("needs udevadm")
+    original = queue(dev)
+    plan = write_plan(tmp_path / "plan.yaml", block_entries(dev))
+    assert run_apply(plan, conf_root=conf, state=state).ok
+    # The device forgets (as after a re-attach): the scheduler first, it resets the depth.
+    for name in ("scheduler", "read_ahead_kb", "nr_requests"):
+        Path(f"/sys/block/{dev}/queue/{name}").write_text(original[name])
+    assert queue(dev) == original
+    # udevadm test runs the rules for a change event, ATTR writes included (no udevd here).
+    with udev_rules((conf / UDEV_RULES).read_text()):
+        subprocess.run(["udevadm", "test", "--action=change", f"/sys/block/{dev}"],
+                       capture_output=True, check=True, timeout=60)  # fmt: skip
+    assert queue(dev) == APPLIED

@@ -1,0 +1,167 @@
+"""`iotuner apply` as users run it: a subprocess, real ansible-playbook, lab loop devices."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.apply.applylab import (
+    APPLIED,
+    block_entries,
+    queue,
+    refused,
+    sysctl_entry,
+    tree,
+    write_plan,
+)
+from tests.cli import iotuner
+from tests.loopdev import loop_device
+from tuner.apply.render import SYSCTL_CONF, UDEV_RULES
+
+# Bytes no text round trip would keep: no final newline, a tab, a byte that is not UTF-8.
+ADMIN_SYSCTL = b"# the admin's own\nvm.swappiness\t= 1\n\xff"
+
+
+@pytest.fixture
+def dev(state: Path) -> Iterator[str]:
+    """A loop device; every apply the test left in place is undone before it goes (the
+    machine's sysctl included, should another test have changed it in between)."""
+    with loop_device() as name:
+        yield name
+        if (state / "state.db").exists():
+            iotuner("rollback", "--to", "0", state=state)
+
+
+@pytest.fixture
+def conf(tmp_path: Path) -> Path:
+    path = tmp_path / "conf"
+    path.mkdir()
+    return path
+
+
+@pytest.mark.lab
+def test_apply_shows_each_change_then_nothing_to_do(
+    dev: str, conf: Path, state: Path, tmp_path: Path
+) -> None:
+    plan = write_plan(tmp_path / "plan.yaml", [*block_entries(dev), sysctl_entry()])
+    first = iotuner("apply", str(plan), "--conf-root", str(conf), state=state)
+    assert first.returncode == 0, first.stderr
+    assert "block.read_ahead_kb" in first.stdout and "changed" in first.stdout
+    assert "applied as change set 1: `iotuner rollback` undoes it" in first.stdout
+    assert queue(dev) == APPLIED
+
+    second = iotuner("apply", str(plan), "--conf-root", str(conf), "--json", state=state)
+    assert second.returncode == 0, second.stderr
+    doc = json.loads(second.stdout)
+    assert doc["status"] == "unchanged" and doc["error"] is None
+    assert doc["recap"][0]["changed"] == 0
+    assert {r["status"] for r in doc["rows"]} == {"ok"}
+    (readahead,) = [r for r in doc["rows"] if r["name"] == "block.read_ahead_kb"]
+    assert readahead == {"kind": "value", "name": "block.read_ahead_kb", "target": dev,
+                         "before": "4092", "after": "4092", "status": "ok"}  # fmt: skip
+
+
+@pytest.mark.lab
+def test_check_and_diff_show_what_would_change_and_change_nothing(
+    dev: str, conf: Path, state: Path, tmp_path: Path
+) -> None:
+    plan = write_plan(tmp_path / "plan.yaml", block_entries(dev))
+    before = queue(dev)
+    result = iotuner("apply", str(plan), "--conf-root", str(conf), "--check", "--diff",
+                     state=state)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "would change" in result.stdout
+    assert f"-{before['read_ahead_kb']}\n+4092\n" in result.stdout
+    assert '+ACTION=="add|change", SUBSYSTEM=="block"' in result.stdout
+    assert "nothing was written" in result.stdout
+    assert queue(dev) == before and tree(conf) == {}
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize(
+    ("entry", "why"),
+    [
+        ({"key": "block.readahead", "target": "{dev}", "value": 4096}, "unknown tunable"),
+        ({"key": "block.read_ahead_kb", "target": "sdz", "value": 4096}, "sdz"),
+        ({"key": "block.scheduler", "target": "{dev}", "value": "cfq"}, "'cfq' is not available"),
+    ],
+    ids=["unknown-tunable", "missing-device", "refused-value"],
+)
+def test_bad_plans_exit_2_naming_the_entry_and_change_nothing(
+    entry: dict[str, object], why: str, dev: str, conf: Path, state: Path, tmp_path: Path
+) -> None:
+    entry = {**entry, "target": str(entry["target"]).format(dev=dev)}
+    plan = write_plan(tmp_path / "plan.yaml", [block_entries(dev)[1], entry])
+    before = queue(dev)
+    result = iotuner("apply", str(plan), "--conf-root", str(conf), state=state)
+    assert result.returncode == 2, result.stderr
+    assert f"{plan}: entries[1]" in result.stderr and why in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert queue(dev) == before and tree(conf) == {}
+    # Refused before Ansible started: it made nothing, not even its temporary directory.
+    assert not (state / "ansible").exists()
+
+
+@pytest.mark.lab
+def test_rollback_after_apply_restores_files_byte_for_byte_and_values(
+    dev: str, conf: Path, state: Path, tmp_path: Path
+) -> None:
+    sysctl = conf / SYSCTL_CONF
+    sysctl.parent.mkdir(parents=True)
+    sysctl.write_bytes(ADMIN_SYSCTL)
+    os.chmod(sysctl, 0o600)
+    files, before = tree(conf), queue(dev)
+    plan = write_plan(tmp_path / "plan.yaml", [*block_entries(dev), sysctl_entry()])
+    applied = iotuner("apply", str(plan), "--conf-root", str(conf), state=state)
+    assert applied.returncode == 0, applied.stderr
+    assert tree(conf) != files and queue(dev) == APPLIED
+
+    undone = iotuner("rollback", state=state)
+    assert undone.returncode == 0, undone.stderr
+    assert "rolled back apply 1" in undone.stdout
+    assert tree(conf) == files
+    assert sysctl.read_bytes() == ADMIN_SYSCTL and sysctl.stat().st_mode & 0o777 == 0o600
+    assert queue(dev) == before
+
+
+@pytest.mark.lab
+def test_a_failed_task_exits_1_and_leaves_the_host_as_before(
+    dev: str, conf: Path, state: Path, tmp_path: Path
+) -> None:
+    # /etc/sysctl.d read-only: the udev rules file is written first, then the sysctl file
+    # fails, and the live values are never reached.
+    sysctl_d = (conf / SYSCTL_CONF).parent
+    sysctl_d.mkdir(parents=True)
+    files, before = tree(conf), queue(dev)
+    plan = write_plan(tmp_path / "plan.yaml", [*block_entries(dev), sysctl_entry()])
+    with refused(sysctl_d):
+        result = iotuner("apply", str(plan), "--conf-root", str(conf), "--json", state=state)
+    assert result.returncode == 1
+    assert f"Destination {sysctl_d} not writable" in result.stderr
+    assert "everything put back as it was" in result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["status"] == "rolled back"
+    statuses = {r["name"]: r["status"] for r in doc["rows"]}
+    assert statuses[str(conf / UDEV_RULES)] == "undone"
+    assert statuses[str(conf / SYSCTL_CONF)] == "failed"
+    assert statuses["block.read_ahead_kb"] == "not reached"
+    assert tree(conf) == files and queue(dev) == before
+
+
+def test_missing_ansible_playbook_is_one_line_and_exit_1(tmp_path: Path, state: Path) -> None:
+    plan = write_plan(tmp_path / "plan.yaml", [sysctl_entry()])
+    env = {**os.environ, "IOTUNER_STATE_DIR": str(state),
+           "IOTUNER_ANSIBLE_PLAYBOOK": str(tmp_path / "no" / "ansible-playbook")}  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "tuner.cli", "apply", str(plan), "--check",
+         "--conf-root", str(tmp_path)],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and "ansible-playbook" in result.stderr
