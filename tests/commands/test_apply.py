@@ -165,3 +165,34 @@ def test_missing_ansible_playbook_is_one_line_and_exit_1(tmp_path: Path, state: 
     )  # fmt: skip
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and "ansible-playbook" in result.stderr
+
+
+@pytest.mark.lab
+def test_measure_rolls_back_an_apply_that_made_the_workload_worse(
+    state: Path, conf: Path, tmp_path: Path
+) -> None:
+    """16 KiB requests and no readahead on the lab's 200-IOPS disk: stream-read falls from
+    about 50 MB/s to about 3; apply measures that and puts everything back by itself."""
+    from tuner.lab.session import lab_session
+
+    with lab_session("single-disk") as lab:
+        device = lab.disks[0].device
+        name = device.removeprefix("/dev/")
+        max_sectors = Path(f"/sys/block/{name}/queue/max_sectors_kb")
+        before = queue(name), max_sectors.read_text()
+        plan = write_plan(tmp_path / "worse.yaml", [
+            {"key": "block.read_ahead_kb", "target": name, "value": 4},
+            {"key": "block.max_sectors_kb", "target": name, "value": 4},
+        ])  # fmt: skip
+        result = iotuner("apply", str(plan), "--measure", "--target", device, "--repeats", "2",
+                         "--runtime", "2", "--conf-root", str(conf), "--json",
+                         state=state)  # fmt: skip
+        assert result.returncode == 1, result.stderr
+        assert "stream-read got worse" in result.stderr and "rolled back" in result.stderr
+        measured = json.loads(result.stdout)["measure"]
+        assert measured["rolled_back"] and measured["ci"][1] < 1.0
+        assert measured["after"]["mbps"] < 0.3 * measured["baseline"]["mbps"]
+        assert (queue(name), max_sectors.read_text()) == before
+        assert not (conf / UDEV_RULES).exists()
+        history = json.loads(iotuner("history", "--json", state=state).stdout)
+        assert [a["status"] for a in history["applies"]] == ["rolled-back"]

@@ -25,7 +25,8 @@ from tuner.errors import BadInput, IotunerError
 
 if TYPE_CHECKING:
     from tuner.apply.outcome import Outcome
-    from tuner.apply.runner import TaskResult
+    from tuner.apply.runner import PlaybookRun, TaskResult
+    from tuner.plan import Plan
 
 _STYLES = {"changed": "green", "would change": "yellow", "failed": "bold red",
            "undone": "magenta", "not reached": "dim"}  # fmt: skip
@@ -46,25 +47,66 @@ def apply(
             "--conf-root", help="Write the managed files below this directory instead of /."
         ),
     ] = Path("/"),
+    measure: Annotated[
+        bool,
+        typer.Option(
+            "--measure",
+            help="Run the plan's workload before and after; roll back if it got worse.",
+        ),
+    ] = False,
+    target: Annotated[
+        str | None,
+        typer.Option(
+            help="With --measure: a device or directory to measure on (default: the plan's)."
+        ),
+    ] = None,
+    destroy_data: Annotated[
+        bool,
+        typer.Option(help="With --measure: a write workload may overwrite the --target device."),
+    ] = False,
+    repeats: Annotated[
+        int, typer.Option(help="With --measure: trials before and after.", min=2)
+    ] = 3,
+    runtime: Annotated[
+        float, typer.Option(help="With --measure: seconds measured per trial.", min=1)
+    ] = 4.0,
 ) -> None:
     """Apply a plan: udev rules, a sysctl.d file and a boot unit, and the live values at once.
 
     Everything is journaled first; a failed task puts the host back as it was, and
-    `iotuner rollback` undoes a finished apply. Exit codes: 0 applied (or nothing to change,
-    or --check found nothing wrong), 1 a task failed (the host is as before) or
-    ansible-playbook is missing, 2 bad input (an unknown tunable, a device that is not here,
-    a value the kernel refuses: nothing is applied).
+    `iotuner rollback` undoes a finished apply. With --measure the plan's workload runs before
+    and after, and an apply that made it worse by more than the noise is rolled back.
+    Exit codes: 0 applied (or nothing to change, or --check found nothing wrong), 1 a task
+    failed (the host is as before), ansible-playbook is missing, or --measure found it worse
+    and rolled it back, 2 bad input (an unknown tunable, a device that is not here, a value
+    the kernel refuses: nothing is applied).
     """
     if not conf_root.is_dir():
         raise BadInput(f"--conf-root {conf_root}: not a directory")
-    _validate(plan, conf_root)
+    if measure and check:
+        raise BadInput("--measure applies for real to measure the result; drop --check")
+    parsed = _validate(plan, conf_root)
     if not check and os.geteuid() != 0:
         raise BadInput("apply writes /sys, /proc/sys and /etc: run it as root (or use --check)")
     from tuner.apply.outcome import outcome
     from tuner.apply.runner import run_apply
 
-    run = run_apply(plan, check=check, diff=diff, conf_root=conf_root)
-    result = outcome(run, check=check)
+    def run_once() -> tuple[PlaybookRun, Outcome]:
+        run = run_apply(plan, check=check, diff=diff, conf_root=conf_root)
+        return run, outcome(run, check=check)
+
+    measured: dict[str, Any] | None = None
+    if measure:
+        from tuner.apply.measure import MeasureConfig, measured_apply, measurement_document
+
+        config = MeasureConfig(repeats=repeats, runtime_s=runtime)
+        done = measured_apply(parsed, target, lambda: _applied(run_once()),
+                              _undo_latest, config=config,
+                              destroy_data=destroy_data)  # fmt: skip
+        (run, result), verdict = done.applied, done.measurement
+        measured = {**measurement_document(verdict), "rolled_back": done.rolled_back}
+    else:
+        run, result = run_once()
     diffs = list(_diffs(run.tasks, check)) if diff else []
     if as_json:
         doc = {
@@ -73,20 +115,59 @@ def apply(
             "conf_root": str(conf_root),
             **dataclasses.asdict(result),
             "diffs": [{"name": name, "diff": text} for name, text in diffs],
+            "measure": measured,
         }
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
         _show(Console(), plan, result, diffs, check)
+        if measured is not None:
+            Console().print(_measured_line(measured), highlight=False)
     if result.error is not None:
         raise IotunerError(result.error)
+    if measured is not None and measured["rolled_back"]:
+        raise IotunerError(
+            f"{measured['workload']} got worse (x{measured['ratio']:.3f}, 95 % CI "
+            f"{measured['ci'][0]:.3f}-{measured['ci'][1]:.3f}): the apply was rolled back"
+        )
 
 
-def _validate(plan: Path, conf_root: Path) -> None:
+def _applied(done: tuple[PlaybookRun, Outcome]) -> tuple[PlaybookRun, Outcome]:
+    """An apply whose task failed is not measured: it is already undone."""
+    if done[1].error is not None:
+        raise IotunerError(done[1].error)
+    return done
+
+
+def _undo_latest() -> None:
+    """Roll back the apply just made (the newest one in place)."""
+    from tuner.apply import changeset
+    from tuner.journal import Journal
+    from tuner.recovery import journal_path
+
+    with Journal(journal_path()) as journal:
+        latest = [r for r in changeset.history(journal) if r.status == "applied"][:1]
+        problems = [p for r in latest for p in changeset.undo(journal, r.id)]
+    if problems:
+        raise IotunerError("rollback after --measure incomplete: " + "; ".join(problems))
+
+
+def _measured_line(m: dict[str, Any]) -> str:
+    ci = f"95 % CI {m['ci'][0]:.3f}-{m['ci'][1]:.3f}"
+    verdict = "worse: rolled back" if m["rolled_back"] else "kept"
+    return (
+        f"measured {m['workload']} on {m['target']}: {m['baseline']['mbps']:.1f} -> "
+        f"{m['after']['mbps']:.1f} MB/s, x{m['ratio']:.3f} ({ci}): {verdict}"
+    )
+
+
+def _validate(plan: Path, conf_root: Path) -> Plan:
     """Read and render the plan in-process: BadInput names the entry, before Ansible runs."""
     from tuner.apply.render import render
     from tuner.plan import read_plan
 
-    render(read_plan(plan), plan_path=str(plan), conf_root=conf_root.resolve())
+    parsed = read_plan(plan)
+    render(parsed, plan_path=str(plan), conf_root=conf_root.resolve())
+    return parsed
 
 
 def _show(console: Console, plan: Path, result: Outcome, diffs: list[tuple[str, str]],
