@@ -77,6 +77,18 @@ def test_a_scheduler_change_restores_a_custom_depth(loop: str) -> None:
     assert queue(loop, "nr_requests") == "64"
 
 
+def test_a_depth_only_the_old_scheduler_allowed_comes_back_with_it(loop: str) -> None:
+    """Restored newest first, depth 202 is refused while the trial's scheduler none is still
+    in place; it is tried again once mq-deadline is back."""
+    Path(f"/sys/block/{loop}/queue/scheduler").write_text("mq-deadline\n")
+    Path(f"/sys/block/{loop}/queue/nr_requests").write_text("202\n")
+    with TunableEngine(Path("/"), None) as engine:
+        engine.apply({("block.scheduler", loop): "none", ("block.nr_requests", loop): 64})
+        assert queue(loop, "nr_requests") == "64"
+    assert "[mq-deadline]" in queue(loop, "scheduler")
+    assert queue(loop, "nr_requests") == "202"
+
+
 def sysctl(key: str) -> str:
     return Path("/proc/sys", *key.split(".")).read_text().strip()
 

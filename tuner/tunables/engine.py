@@ -158,19 +158,29 @@ class TunableEngine:
     def _restore(self, entries: list[_Entry]) -> list[Restored]:
         done: list[_Entry] = []
         failures: list[str] = []
-        for entry in reversed(entries):
-            try:
-                # Unchanged values are not written again: a write that failed changed nothing,
-                # and some attributes refuse even a write of what they hold.
-                if not self._matches(entry):
-                    self.tunables.restore(entry.key, entry.target, entry.saved)
-            except TunableError as err:
-                failures.append(str(err))
-                continue
-            if self.journal is not None and entry.change is not None:
-                self.journal.restored(entry.change)
-            self._open.remove(entry)
-            done.append(entry)
+        pending = list(reversed(entries))
+        # Two passes: a value refused now may be accepted once a later entry is back (a depth
+        # of 202 is refused until the scheduler that allowed it is restored).
+        for last_pass in (False, True):
+            refused: list[_Entry] = []
+            for entry in pending:
+                try:
+                    # Unchanged values are not written again: a write that failed changed
+                    # nothing, and some attributes refuse even a write of what they hold.
+                    if not self._matches(entry):
+                        self.tunables.restore(entry.key, entry.target, entry.saved)
+                except TunableError as err:
+                    refused.append(entry)
+                    if last_pass:
+                        failures.append(str(err))
+                    continue
+                if self.journal is not None and entry.change is not None:
+                    self.journal.restored(entry.change)
+                self._open.remove(entry)
+                done.append(entry)
+            pending = refused
+            if not pending:
+                break
         # A later restore can disturb an earlier one (a scheduler change resets nr_requests):
         # read every value back and write once more what does not match.
         results = []
