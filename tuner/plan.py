@@ -94,30 +94,44 @@ def _tighter(bound: str, new: Any, old: Any) -> bool:
     return (bound == "at_least" and new > old) or (bound == "at_most" and new < old)
 
 
+def plan_text(plan: Plan) -> str:
+    """The plan as the YAML text `write_plan` writes."""
+    return "# iotuner plan: see docs/plan-format.md\n" + yaml.safe_dump(
+        encode(plan), sort_keys=False
+    )
+
+
 def write_plan(plan: Plan, path: Path) -> None:
     """Write the plan as YAML (atomically: a reader never sees half a plan)."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(
-        "# iotuner plan: see docs/plan-format.md\n" + yaml.safe_dump(encode(plan), sort_keys=False)
-    )
+    tmp.write_text(plan_text(plan))
     tmp.replace(path)
 
 
 def read_plan(path: Path) -> Plan:
     """Load and check a plan; BadInput names the file and the entry at fault."""
     try:
-        raw = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as err:
+        text = path.read_text()
+    except OSError as err:
         raise BadInput(f"{path}: cannot read plan ({err})") from None
+    return parse_plan(text, str(path))
+
+
+def parse_plan(text: str, where: str) -> Plan:
+    """Load and check a plan's YAML text; BadInput names `where` and the entry at fault."""
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise BadInput(f"{where}: cannot read plan ({err})") from None
     if not isinstance(raw, dict) or raw.get("plan_version") != PLAN_VERSION:
-        raise BadInput(f"{path}: not an iotuner plan (plan_version {PLAN_VERSION} expected)")
+        raise BadInput(f"{where}: not an iotuner plan (plan_version {PLAN_VERSION} expected)")
     try:
         plan = decode(Plan, raw, "plan")
     except DecodeError as err:
-        raise BadInput(f"{path}: {err}") from None
+        raise BadInput(f"{where}: {err}") from None
     for i, entry in enumerate(plan.entries):
         if entry.key not in TUNABLES:
-            raise BadInput(f"{path}: entries[{i}]: unknown tunable {entry.key!r}")
+            raise BadInput(f"{where}: entries[{i}]: unknown tunable {entry.key!r}")
     return plan
 
 

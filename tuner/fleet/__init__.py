@@ -1,0 +1,1 @@
+"""Fleet rollout: hardware fingerprints to group hosts, and plans retargeted host to host."""
