@@ -50,11 +50,18 @@ def test_apply_shows_each_change_then_nothing_to_do(
     dev: str, conf: Path, state: Path, tmp_path: Path
 ) -> None:
     plan = write_plan(tmp_path / "plan.yaml", [*block_entries(dev), sysctl_entry()])
+    before = iotuner("verify", str(plan), "--conf-root", str(conf), "--json", state=state)
+    assert before.returncode == 1, before.stderr
+    failed = {c["id"] for c in json.loads(before.stdout)["checks"] if not c["passed"]}
+    assert f"block.read_ahead_kb@{dev}" in failed and str(conf / UDEV_RULES) in failed
+
     first = iotuner("apply", str(plan), "--conf-root", str(conf), state=state)
     assert first.returncode == 0, first.stderr
     assert "block.read_ahead_kb" in first.stdout and "changed" in first.stdout
     assert "applied as change set 1: `iotuner rollback` undoes it" in first.stdout
     assert queue(dev) == APPLIED
+    after = iotuner("verify", str(plan), "--conf-root", str(conf), state=state)
+    assert after.returncode == 0, after.stdout + after.stderr
 
     second = iotuner("apply", str(plan), "--conf-root", str(conf), "--json", state=state)
     assert second.returncode == 0, second.stderr
