@@ -9,7 +9,18 @@ import typer
 from rich.console import Console
 
 from tuner import __version__
-from tuner.commands import advise, apply, history, lab, probe, rollback, rules, tune, verify
+from tuner.commands import (
+    advise,
+    apply,
+    history,
+    lab,
+    probe,
+    rollback,
+    rules,
+    sweep,
+    tune,
+    verify,
+)
 from tuner.errors import IotunerError
 from tuner.recovery import recover_if_needed
 
@@ -28,6 +39,7 @@ app.add_typer(rules.app, name="rules")
 app.command(name="rollback")(rollback.rollback)
 app.command(name="history")(history.history)
 app.command(name="verify")(verify.verify)
+app.command(name="sweep")(sweep.sweep)
 app.add_typer(lab.app, name="lab")
 
 

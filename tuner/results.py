@@ -1,0 +1,41 @@
+"""The last JSON document of `bottleneck`, `sweep` and `tune`, kept for `iotuner report`."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from tuner.state import state_dir, state_path
+
+
+def result_path(name: str) -> Path:
+    """Where result `name` lives: <state dir>/results/<name>.json (nothing is created)."""
+    return state_path() / "results" / f"{name}.json"
+
+
+def save_result(name: str, doc: dict[str, Any]) -> Path:
+    """Write `doc` as result `name`, atomically: a reader sees the old or the new, never half."""
+    folder = state_dir() / "results"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as out:
+            json.dump(doc, out, indent=2)
+            out.write("\n")
+        os.replace(tmp, folder / f"{name}.json")
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return folder / f"{name}.json"
+
+
+def load_result(name: str) -> dict[str, Any] | None:
+    """Result `name` as saved, or None when there is none (or it is not a JSON object)."""
+    try:
+        doc = json.loads(result_path(name).read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
