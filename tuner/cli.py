@@ -12,6 +12,7 @@ from tuner import __version__
 from tuner.commands import (
     advise,
     apply,
+    bottleneck,
     history,
     lab,
     probe,
@@ -40,6 +41,7 @@ app.command(name="rollback")(rollback.rollback)
 app.command(name="history")(history.history)
 app.command(name="verify")(verify.verify)
 app.command(name="sweep")(sweep.sweep)
+app.command(name="bottleneck")(bottleneck.bottleneck)
 app.add_typer(lab.app, name="lab")
 
 
