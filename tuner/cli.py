@@ -16,6 +16,7 @@ from tuner.commands import (
     history,
     lab,
     probe,
+    report,
     rollback,
     rules,
     sweep,
@@ -43,6 +44,7 @@ app.command(name="verify")(verify.verify)
 app.command(name="sweep")(sweep.sweep)
 app.command(name="bottleneck")(bottleneck.bottleneck)
 app.add_typer(lab.app, name="lab")
+app.command(name="report")(report.report)
 
 
 def _version(value: bool) -> None:

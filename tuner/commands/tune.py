@@ -19,6 +19,7 @@ from tuner.errors import BadInput
 from tuner.journal import Journal
 from tuner.lab.session import lab_session
 from tuner.plan import plan_from_tune, write_plan
+from tuner.results import save_result
 from tuner.rulebase import check_workload, load_rule_base
 from tuner.rules.model import RuleBase, Workload
 from tuner.signals import restore_on_signals
@@ -102,6 +103,7 @@ def tune(
         measured["target"] = trial_target.directory or trial_target.path  # for apply --measure
         write_plan(plan_from_tune(result.changes(), result.baseline_settings, host,
                                   chosen.name, measured), plan_out)  # fmt: skip
+    save_result("tune", result_document(result))  # for `iotuner report`
     if as_json:
         sys.stdout.write(json.dumps(result_document(result), indent=2) + "\n")
     else:

@@ -1,0 +1,27 @@
+"""tuner/results.py: the saved result documents `iotuner report` draws."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tuner.results import load_result, result_path, save_result
+
+
+def test_save_then_load_round_trips(state: Path) -> None:
+    doc = {"groups": [{"devices": ["loop4"], "mbps": 99.5}]}
+    path = save_result("bottleneck", doc)
+    assert path == state / "results" / "bottleneck.json" == result_path("bottleneck")
+    assert load_result("bottleneck") == doc
+    save_result("bottleneck", {"groups": []})  # the last document wins
+    assert load_result("bottleneck") == {"groups": []}
+    assert [p.name for p in path.parent.iterdir()] == ["bottleneck.json"]  # no temp file left
+
+
+def test_missing_or_broken_result_is_none(state: Path) -> None:
+    assert load_result("sweep") is None
+    assert not state.exists()  # reading creates nothing
+    save_result("sweep", {})
+    result_path("sweep").write_text("{not json")
+    assert load_result("sweep") is None
+    result_path("sweep").write_text("[1, 2]")
+    assert load_result("sweep") is None

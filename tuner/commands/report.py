@@ -1,0 +1,60 @@
+"""`iotuner report`: one self-contained HTML page of the host and what iotuner measured on it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from tuner.errors import BadInput
+
+DEFAULT_OUT = Path("iotuner-report.html")
+
+
+def report(
+    out: Annotated[Path, typer.Option(help="Where to write the HTML page.")] = DEFAULT_OUT,
+    root: Annotated[
+        Path, typer.Option(help="Root to probe: a directory, or a capture made by probe --gather.")
+    ] = Path("/"),
+    workload: Annotated[
+        str, typer.Option(help="The workload the findings are for (as in advise).")
+    ] = "stream-read",
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print what the page holds as JSON.")
+    ] = False,
+) -> None:
+    """Draw the topology (coloured by findings), the findings, and the saved results of
+    bottleneck (scaling curves), sweep (heatmaps) and tune (convergence, before/after).
+
+    Results are the last `--json` document each of those commands saved under the state
+    directory (results/*.json); a section without one says how to make it. Exit codes: 0 page
+    written, 2 bad input.
+    """
+    if not out.parent.is_dir():
+        raise BadInput(f"--out {out}: directory {out.parent} does not exist")
+    # matplotlib takes a second to import: only `report` pays for it.
+    from tuner.report.build import write_report
+
+    inputs = write_report(root, workload, out)
+    summary = {
+        "out": str(out),
+        "host": inputs.host,
+        "workload": inputs.workload,
+        "findings": len(inputs.findings),
+        "scaling_curves": len(inputs.scaling),
+        "sweeps": len(inputs.sweeps),
+        "tune_trials": len(inputs.tune.trials) if inputs.tune else 0,
+    }
+    if as_json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+        return
+    made = {"bottleneck": inputs.scaling, "sweep": inputs.sweeps, "tune": inputs.tune}
+    missing = [name for name, present in made.items() if not present]
+    console = Console()
+    console.print(f"report written to {out}", highlight=False)
+    if missing:
+        console.print(f"no saved results yet from: {', '.join(missing)}", style="dim")

@@ -1,0 +1,1 @@
+"""`iotuner report`: the host's topology, findings and measured results on one HTML page."""

@@ -1,0 +1,206 @@
+"""The report page: one self-contained HTML file (no script, no link out), plots inlined."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from html import escape
+from typing import Any
+
+from tuner import __version__
+from tuner.report.data import ScalingCurve, SweepGrid, TuneRun, best_so_far
+from tuner.report.diagram import SEVERITY_FILL, SEVERITY_ORDER, topology_svg
+from tuner.report.figures import (
+    convergence_figure,
+    png_data_uri,
+    scaling_figure,
+    size_label,
+    sweep_figure,
+)
+from tuner.rules.model import Finding
+from tuner.topology import Topology
+
+_CSS = """
+body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; margin: 2em auto;
+       max-width: 1100px; padding: 0 1em; color: #111827; background: #ffffff; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; }
+h2 { border-bottom: 2px solid #e5e7eb; padding-bottom: 0.2em; margin-top: 2em; }
+.meta, .hint { color: #4b5563; }
+.hint code, td code { background: #f3f4f6; padding: 0 0.3em; }
+.scroll { overflow-x: auto; border: 1px solid #e5e7eb; padding: 0.5em; }
+table { border-collapse: collapse; width: 100%; font-size: 0.9em; }
+th, td { border: 1px solid #d1d5db; padding: 0.35em 0.5em; text-align: left; vertical-align: top; }
+th { background: #f9fafb; }
+.sev { font-weight: bold; white-space: nowrap; }
+figure { margin: 1em 0; } figcaption { color: #374151; font-size: 0.9em; }
+img { max-width: 100%; height: auto; }
+.up { color: #15803d; } .down { color: #b91c1c; }
+"""
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    """Everything the page shows; None or empty where there is nothing to show."""
+
+    host: str
+    workload: str
+    topology: Topology
+    findings: tuple[Finding, ...]
+    scaling: tuple[ScalingCurve, ...]
+    sweeps: tuple[SweepGrid, ...]
+    tune: TuneRun | None
+    generated: datetime | None = None
+
+
+def render_page(inputs: ReportInputs) -> str:
+    """The whole page as one HTML string."""
+    when = (inputs.generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
+    sections = [
+        _section("Topology", "topology", _topology(inputs)),
+        _section("Findings", "findings", _findings(inputs.findings, inputs.workload)),
+        _section("Scaling: where the bottlenecks are", "scaling", _scaling(inputs.scaling)),
+        _section("Request size by queue depth", "sweep", _sweeps(inputs.sweeps)),
+        _section("Tune: convergence and before/after", "tune", _tune(inputs.tune)),
+    ]
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>iotuner report: {escape(inputs.host)}</title>\n<style>{_CSS}</style>\n"
+        "</head>\n<body>\n"
+        f"<h1>iotuner report: {escape(inputs.host)}</h1>\n"
+        f'<p class="meta">generated {when} by iotuner {escape(__version__)}; '
+        f"findings for workload <code>{escape(inputs.workload)}</code></p>\n"
+        + "\n".join(sections)
+        + "\n</body>\n</html>\n"
+    )
+
+
+def _section(title: str, anchor: str, body: str) -> str:
+    return f'<section id="{anchor}">\n<h2>{escape(title)}</h2>\n{body}\n</section>'
+
+
+def _hint(text: str, command: str) -> str:
+    return f'<p class="hint">{escape(text)} Run <code>{escape(command)}</code>.</p>'
+
+
+def _topology(inputs: ReportInputs) -> str:
+    svg = topology_svg(inputs.topology, inputs.findings)
+    return (
+        '<p class="meta">PCI tree down to disks and NICs with link speeds; each box is coloured '
+        "by the most severe finding on it.</p>\n"
+        f'<div class="scroll">{svg}</div>'
+    )
+
+
+def _findings(findings: tuple[Finding, ...], workload: str) -> str:
+    if not findings:
+        return (
+            f"<p>No findings for workload <code>{escape(workload)}</code>: nothing the rule "
+            "base knows to improve on this host.</p>"
+        )
+    rank = {severity: i for i, severity in enumerate(SEVERITY_ORDER)}
+    rows = []
+    for f in sorted(findings, key=lambda f: (rank.get(f.severity, 9), f.rule, f.target)):
+        source = f"paper {f.sources[0].paper[:3]}, {f.sources[0].where}" if f.sources else ""
+        colour = SEVERITY_FILL.get(f.severity, SEVERITY_FILL[None])
+        rows.append(
+            f'<tr><td class="sev" style="background:{colour}">{escape(f.severity)}</td>'
+            f"<td><code>{escape(f.rule)}</code><br>{escape(f.title)}</td>"
+            f"<td><code>{escape(f.target)}</code></td><td>{escape(f.evidence)}</td>"
+            f"<td>{escape(f.recommendation)}</td><td>{escape(source)}</td></tr>"
+        )
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("severity", "rule", "target", "evidence", "recommendation", "source")
+    )
+    return f"<table>\n<tr>{head}</tr>\n" + "\n".join(rows) + "\n</table>"
+
+
+def _scaling(curves: tuple[ScalingCurve, ...]) -> str:
+    if not curves:
+        return _hint(
+            "No scaling results yet: they come from read-only trials that keep 1, 2, ... N "
+            "devices of a group busy at once.",
+            "iotuner bottleneck",
+        )
+    parts = []
+    for curve in curves:
+        caption = curve.verdict or _scaling_caption(curve)
+        parts.append(
+            f'<figure><img alt="scaling of {escape(curve.title)}" '
+            f'src="{png_data_uri(scaling_figure(curve))}">'
+            f"<figcaption>{escape(caption)}</figcaption></figure>"
+        )
+    return "\n".join(parts)
+
+
+def _scaling_caption(curve: ScalingCurve) -> str:
+    top = max(mbps for _, mbps in curve.points)
+    text = f"{', '.join(curve.devices)} share {curve.component}: up to {top:.0f} MB/s"
+    if curve.expected_mbps is not None:
+        text += f", {curve.expected_mbps:.0f} MB/s expected"
+    return text
+
+
+def _sweeps(grids: tuple[SweepGrid, ...]) -> str:
+    if not grids:
+        return _hint(
+            "No sweep results yet: they come from read-only direct reads over a grid of request "
+            "sizes and queue depths.",
+            "iotuner sweep DEVICE",
+        )
+    parts = []
+    for grid in grids:
+        caption = grid.summary or f"{grid.device}: MB/s by request size and queue depth"
+        if grid.half_power_size is not None and not grid.summary:
+            caption += f"; half power from {size_label(grid.half_power_size)} requests"
+        parts.append(
+            f'<figure><img alt="sweep of {escape(grid.device)}" '
+            f'src="{png_data_uri(sweep_figure(grid))}">'
+            f"<figcaption>{escape(caption)}</figcaption></figure>"
+        )
+    return "\n".join(parts)
+
+
+def _tune(run: TuneRun | None) -> str:
+    if run is None:
+        return _hint(
+            "No tune results yet: a tune searches host settings with short fio trials.",
+            "iotuner tune",
+        )
+    best = best_so_far(mbps for _, _, mbps in run.trials)[-1]
+    figure = (
+        f'<figure><img alt="tune convergence" src="{png_data_uri(convergence_figure(run))}">'
+        f"<figcaption>{len(run.trials)} trials, best {best:.1f} MB/s; stopped: "
+        f"{escape(run.stop_reason or '?')}</figcaption></figure>"
+    )
+    return figure + "\n" + _before_after(run)
+
+
+def _before_after(run: TuneRun) -> str:
+    keys = list(dict.fromkeys([*run.baseline_settings, *run.best_settings]))
+    rows = []
+    for key in keys:
+        before, after = run.baseline_settings.get(key), run.best_settings.get(key)
+        mark = ' class="up"' if before != after else ""
+        rows.append(
+            f"<tr><td><code>{escape(key)}</code></td><td>{_value(before)}</td>"
+            f"<td{mark}>{_value(after)}</td></tr>"
+        )
+    gain = ""
+    if run.gain is not None:  # a ratio, best over baseline, as `tune` prints it
+        gain = f"x{run.gain:.3f} ({run.gain - 1:+.1%})"
+        if run.ci is not None:
+            gain += f", 95% interval x{run.ci[0]:.3f} .. x{run.ci[1]:.3f}"
+    verdict = "best recommended" if run.chosen else "baseline kept: no gain beyond the noise"
+    return (
+        "<table>\n<tr><th>setting</th><th>before (baseline)</th><th>after (best)</th></tr>\n"
+        f"<tr><td>throughput</td><td>{run.baseline_mbps:.1f} MB/s</td>"
+        f"<td>{run.best_mbps:.1f} MB/s</td></tr>\n"
+        + "\n".join(rows)
+        + f'\n<tr><td>gain</td><td colspan="2">{escape(gain or "?")}; {verdict}</td></tr>'
+        + "\n</table>"
+    )
+
+
+def _value(value: Any) -> str:
+    return "-" if value is None else escape(str(value))
