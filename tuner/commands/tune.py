@@ -22,6 +22,7 @@ from tuner.plan import plan_from_tune, write_plan
 from tuner.results import save_result
 from tuner.rulebase import check_workload, load_rule_base
 from tuner.rules.model import RuleBase, Workload
+from tuner.search.space import APP
 from tuner.signals import restore_on_signals
 from tuner.topology import Machine
 from tuner.trials.fio import writes
@@ -58,7 +59,7 @@ def tune(
         str | None,
         typer.Option(help="A device whose data may be destroyed: write trials go to it."),
     ] = None,
-    runtime: Annotated[float, typer.Option(help="Seconds measured per trial.", min=1)] = 4.0,
+    runtime: Annotated[float, typer.Option(help="Seconds measured per trial.", min=1)] = 3.0,
     seed: Annotated[int, typer.Option(help="Seed of the search.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     plan_out: Annotated[Path | None, typer.Option(help="Write the result as a plan.")] = None,
@@ -101,7 +102,10 @@ def tune(
         measured = result_document(result)
         measured.pop("trials")
         measured["target"] = trial_target.directory or trial_target.path  # for apply --measure
-        write_plan(plan_from_tune(result.changes(), result.baseline_settings, host,
+        # Application parameters are the user's to set (the measured block shows them);
+        # a plan holds host tunables only.
+        changes = {slot: v for slot, v in result.changes().items() if slot[1] != APP}
+        write_plan(plan_from_tune(changes, result.baseline_settings, host,
                                   chosen.name, measured), plan_out)  # fmt: skip
     save_result("tune", result_document(result))  # for `iotuner report`
     if as_json:

@@ -166,11 +166,16 @@ def job_text(
     if create_only:
         ours["create_only"] = 1
     else:
-        ours.update(runtime=f"{round(runtime_s * 1000)}ms", ramp_time=f"{round(ramp_s * 1000)}ms")
+        # A buffered writer that starts over rewrites pages still dirty in memory, which fio
+        # counts and the device never sees, and what a ramp wrote is flushed inside the window
+        # uncounted: one pass and no ramp, so the flush (end_fsync) is paid for what was counted.
+        one_pass = writes(options) and is_buffered(options)
+        ramp_ms = 0 if one_pass else round(ramp_s * 1000)
+        ours.update(runtime=f"{round(runtime_s * 1000)}ms", ramp_time=f"{ramp_ms}ms")
         # time_based keeps a job running for the whole runtime, starting over at the end of
         # its region. Not over many files: fio 3.33 hangs with time_based, ramp_time and
         # file_service_type=random together; there a job stops after one pass or the runtime.
-        ours["time_based"] = 1 if filename is not None else 0
+        ours["time_based"] = 1 if filename is not None and not one_pass else 0
     # invalidate=1 (fio's default, kept unless the job says otherwise): fio drops the file's
     # cached pages before each pass over it, so a pass that starts over re-reads the device;
     # drop_caches (pagecache.py) covers the rest, such as the file a loop device reads from.

@@ -8,9 +8,9 @@ from tuner.facts import collect
 from tuner.facts.target import FactOptions
 from tuner.rules.engine import evaluate
 from tuner.rules.model import RuleBase, Workload
-from tuner.search.space import APP, Point, SearchSpace, space_for
+from tuner.search.space import APP, Point, SearchSpace, Value, space_for
 from tuner.topology import Topology
-from tuner.trials.fio import writes
+from tuner.trials.fio import fio_size, writes
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import TunableError
 
@@ -32,13 +32,28 @@ def current_point(space: SearchSpace, tunables: Tunables, workload: Workload) ->
     for dim in space.dimensions:
         fallback = dim.choices[0] if dim.kind == "categorical" else dim.low
         if dim.target == APP:
-            raw[dim.name] = workload.fio.get(dim.key, fallback)
+            raw[dim.name] = _app_value(dim.key, workload.fio.get(dim.key), fallback)
             continue
         try:
             raw[dim.name] = tunables.read(dim.key, dim.target)
         except TunableError:
             raw[dim.name] = fallback
     return space.repair(space.snap(raw))
+
+
+def _app_value(key: str, value: Any, fallback: Value) -> Value:
+    """A workload's fio option in its dimension's units (bs "16k" -> 16384 bytes, direct 0 or
+    1); `fallback` (fio's default) when absent or not one value (a range of block sizes)."""
+    if value is None:
+        return fallback
+    try:
+        if key == "bs":
+            return fio_size(value)
+        if key == "direct":
+            return 0 if str(value).strip().lower() in ("0", "false", "no", "off", "") else 1
+        return int(value)
+    except (TypeError, ValueError):
+        return fallback
 
 
 def recommended_points(
