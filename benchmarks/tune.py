@@ -164,6 +164,8 @@ def run_rows(
                 path = args.landscapes / f"{lab_name}-{name}.json"
                 result.landscape.save(path)
                 log(f"  row done in {result.seconds / 60:.1f} min; landscape saved to {path}")
+                if args.out is not None:  # so far, in case the run does not finish
+                    args.out.write_text(json.dumps(document(rows, {}, None, 0.0, plan), indent=1))
     return rows
 
 
