@@ -8,6 +8,7 @@ and udev rules installed where `udevadm test` reads them.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -104,15 +105,24 @@ def refused(path: str | Path) -> Iterator[None]:
 
 @contextmanager
 def udev_rules(text: str) -> Iterator[None]:
-    """`text` as a rules file in /run/udev/rules.d (where udevadm reads rules), removed after."""
-    rules_dir = Path("/run/udev/rules.d")
-    made = not rules_dir.exists()
+    """`text` as a rules file in /run/udev/rules.d (where udevadm reads rules), removed after,
+    with the database entries `udevadm test` writes below /run/udev (stale ones would give
+    the next loop device with that number another device's properties)."""
+    run = Path("/run/udev")
+    had = {p for p in run.rglob("*")} if run.exists() else None
+    rules_dir = run / "rules.d"
     rules_dir.mkdir(parents=True, exist_ok=True)
     path = rules_dir / f"99-iotuner-test-{uuid.uuid4().hex[:8]}.rules"
     path.write_text(text)
     try:
         yield
     finally:
-        path.unlink(missing_ok=True)
-        if made:
-            rules_dir.rmdir()
+        if had is None:
+            shutil.rmtree(run, ignore_errors=True)
+        else:
+            added = sorted(set(run.rglob("*")) - had, key=lambda p: len(p.parts), reverse=True)
+            for item in added:
+                if item.is_dir() and not item.is_symlink():
+                    item.rmdir()
+                else:
+                    item.unlink(missing_ok=True)
