@@ -8,6 +8,9 @@ import pytest
 
 from tests.sysfs_tree import SysTree
 
+# The apply tests' loop device and configuration root, shared by tests/apply and tests/commands.
+pytest_plugins = ("tests.apply.fixtures",)
+
 REPO = Path(__file__).resolve().parents[1]
 HWLOC_FIXTURES = REPO.parent / "shared" / "fixtures" / "hwloc"
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,8 +26,6 @@ from tests.apply.applylab import (
     udev_rules,
     write_plan,
 )
-from tests.cli import iotuner
-from tests.loopdev import loop_device
 from tuner.apply import changeset
 from tuner.apply.render import SYSCTL_CONF, UDEV_RULES
 from tuner.apply.runner import PlaybookRun, run_apply
@@ -38,23 +35,6 @@ pytestmark = pytest.mark.lab
 
 if shutil.which("ansible-playbook") is None:  # pragma: no cover - installed with iotuner
     pytest.skip("needs ansible-playbook", allow_module_level=True)
-
-
-@pytest.fixture
-def dev(state: Path) -> Iterator[str]:
-    """A loop device; every apply the test left in place is undone before it goes (the
-    machine's sysctl included, should another test have changed it in between)."""
-    with loop_device() as name:
-        yield name
-        if (state / "state.db").exists():
-            iotuner("rollback", "--to", "0", state=state)
-
-
-@pytest.fixture
-def conf(tmp_path: Path) -> Path:
-    path = tmp_path / "conf"
-    path.mkdir()
-    return path
 
 
 def history(state: Path) -> list[str]:

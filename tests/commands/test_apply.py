@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,28 +20,10 @@ from tests.apply.applylab import (
     write_plan,
 )
 from tests.cli import iotuner
-from tests.loopdev import loop_device
 from tuner.apply.render import SYSCTL_CONF, UDEV_RULES
 
 # Bytes no text round trip would keep: no final newline, a tab, a byte that is not UTF-8.
 ADMIN_SYSCTL = b"# the admin's own\nvm.swappiness\t= 1\n\xff"
-
-
-@pytest.fixture
-def dev(state: Path) -> Iterator[str]:
-    """A loop device; every apply the test left in place is undone before it goes (the
-    machine's sysctl included, should another test have changed it in between)."""
-    with loop_device() as name:
-        yield name
-        if (state / "state.db").exists():
-            iotuner("rollback", "--to", "0", state=state)
-
-
-@pytest.fixture
-def conf(tmp_path: Path) -> Path:
-    path = tmp_path / "conf"
-    path.mkdir()
-    return path
 
 
 @pytest.mark.lab
