@@ -24,11 +24,11 @@ from tuner.lab.spec import LabSpec, load_spec
 from tuner.rules.model import RuleBase, Workload
 from tuner.search.replay import Landscape, grid_points
 from tuner.search.space import HOST, Point, SearchSpace, Value
-from tuner.trials import TrialTarget, run_trial
+from tuner.trials import TrialTarget
 from tuner.trials.fio import writes
 from tuner.tunables.engine import TunableEngine
 from tuner.tune.result import TrialRecord
-from tuner.tune.session import Tune, TuneConfig
+from tuner.tune.session import Tune, TuneConfig, trial_with
 from tuner.tune.setup import current_point, recommended_points, tune_space
 
 MiB = 1 << 20
@@ -203,13 +203,8 @@ class Row:
 
     def measure(self, settings: Mapping[Setting, Value], label: str, detail: str = "") -> float:
         """Apply `settings`, run one trial, restore; MB/s."""
-        try:
-            if settings:
-                self.engine.apply(dict(settings))
-            result = run_trial(self.target, self.workload, None, self.plan.runtime_s,
-                               self.plan.ramp_s)  # fmt: skip
-        finally:
-            self.engine.restore()
+        result = trial_with(self.engine, settings, self.target, self.workload, None,
+                            self.plan.runtime_s, self.plan.ramp_s)  # fmt: skip
         self.trials += 1
         note = f"  FLAGGED: {result.flagged}" if result.flagged else ""
         self.flagged += result.flagged is not None

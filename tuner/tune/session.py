@@ -47,6 +47,26 @@ class TuneConfig:
     top_k: int = 2
 
 
+def trial_with(
+    engine: TunableEngine,
+    settings: Mapping[tuple[str, str], object],
+    target: TrialTarget,
+    workload: Workload,
+    app: AppParams | None,
+    runtime_s: float,
+    ramp_s: float,
+) -> TrialResult:
+    """Apply host `settings`, run one trial, and put the host back whatever happened."""
+    # Each trial starts from the host as found and puts it back: the journal then only ever
+    # holds true originals, and a kill between trials leaves nothing changed.
+    try:
+        if settings:
+            engine.apply(dict(settings))
+        return run_trial(target, workload, app, runtime_s, ramp_s)
+    finally:
+        engine.restore()
+
+
 class Tune:
     """Measures points on one target; `run` drives the search and returns the result."""
 
@@ -72,17 +92,8 @@ class Tune:
     def measure(self, point: Point, phase: str) -> TrialResult:
         """Apply the point's host settings, run one trial, record it."""
         host = {slot: v for slot, v in point.items() if slot[1] != APP}
-        # Each trial starts from the host as found and puts it back: the journal then only
-        # ever holds true originals, and a kill between trials leaves nothing changed.
-        try:
-            if host:
-                self.engine.apply(host)
-            result = run_trial(
-                self.target, self.workload, _app_params(point), self.config.runtime_s,
-                self.config.ramp_s,
-            )  # fmt: skip
-        finally:
-            self.engine.restore()
+        result = trial_with(self.engine, host, self.target, self.workload, _app_params(point),
+                            self.config.runtime_s, self.config.ramp_s)  # fmt: skip
         record = TrialRecord(
             number=len(self.records) + 1,
             settings=dict(point),
