@@ -19,6 +19,8 @@ from tuner.rules.model import Finding
 from tuner.tunables.registry import TUNABLES
 
 PLAN_VERSION = 1
+DAEMON_SOURCE = "daemon"
+"""The source of the change sets `iotuner daemon` makes itself (drift re-applied, new disks)."""
 
 
 @dataclass(frozen=True)

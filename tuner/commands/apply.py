@@ -12,7 +12,8 @@ import difflib
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -21,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tuner.apply.lock import changes_lock
 from tuner.errors import BadInput, IotunerError
 
 if TYPE_CHECKING:
@@ -95,18 +97,12 @@ def apply(
         run = run_apply(plan, check=check, diff=diff, conf_root=conf_root)
         return run, outcome(run, check=check)
 
-    measured: dict[str, Any] | None = None
-    if measure:
-        from tuner.apply.measure import MeasureConfig, measured_apply, measurement_document
-
-        config = MeasureConfig(repeats=repeats, runtime_s=runtime)
-        done = measured_apply(parsed, target, lambda: _applied(run_once()),
-                              _undo_latest, config=config,
-                              destroy_data=destroy_data)  # fmt: skip
-        (run, result), verdict = done.applied, done.measurement
-        measured = {**measurement_document(verdict), "rolled_back": done.rolled_back}
-    else:
-        run, result = run_once()
+    with ExitStack() as held:
+        if not check:
+            # The daemon does not re-apply the plan it holds while another one goes on.
+            held.enter_context(changes_lock())
+        run, result, measured = _run(parsed, target, run_once, measure, repeats, runtime,
+                                     destroy_data)  # fmt: skip
     diffs = list(_diffs(run.tasks, check)) if diff else []
     if as_json:
         doc = {
@@ -129,6 +125,29 @@ def apply(
             f"{measured['workload']} got worse (x{measured['ratio']:.3f}, 95 % CI "
             f"{measured['ci'][0]:.3f}-{measured['ci'][1]:.3f}): the apply was rolled back"
         )
+
+
+def _run(
+    parsed: Plan,
+    target: str | None,
+    run_once: Callable[[], tuple[PlaybookRun, Outcome]],
+    measure: bool,
+    repeats: int,
+    runtime: float,
+    destroy_data: bool,
+) -> tuple[PlaybookRun, Outcome, dict[str, Any] | None]:
+    """Apply once, or with --measure: measure, apply, measure, roll back if worse."""
+    if not measure:
+        run, result = run_once()
+        return run, result, None
+    from tuner.apply.measure import MeasureConfig, measured_apply, measurement_document
+
+    config = MeasureConfig(repeats=repeats, runtime_s=runtime)
+    done = measured_apply(parsed, target, lambda: _applied(run_once()),
+                          _undo_latest, config=config,
+                          destroy_data=destroy_data)  # fmt: skip
+    (run, result), verdict = done.applied, done.measurement
+    return run, result, {**measurement_document(verdict), "rolled_back": done.rolled_back}
 
 
 def _applied(done: tuple[PlaybookRun, Outcome]) -> tuple[PlaybookRun, Outcome]:

@@ -2,8 +2,9 @@
 
 First what dead sessions left (a tune killed with SIGKILL, a power cut, an apply interrupted
 half way); `--all` also takes what running iotuner processes changed, after `--yes`. Then the
-applies: without `--to`, the latest apply still in place; with `--to ID`, every apply after ID,
-newest first (`--to 0`: all of them). `iotuner history` lists the ids.
+applies: without `--to`, the latest apply still in place and the daemon's re-applies since;
+with `--to ID`, every apply after ID, newest first (`--to 0`: all of them). `iotuner history`
+lists the ids.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from tuner.errors import BadInput, IotunerError
+from tuner.plan import DAEMON_SOURCE
 from tuner.recovery import journal_path
 
 
@@ -41,10 +43,11 @@ def rollback(
         _report([], {}, [], [], as_json)
         return
     from tuner.apply import changeset
+    from tuner.apply.lock import changes_lock
     from tuner.journal import Journal, recover
     from tuner.tunables.engine import TunableEngine
 
-    with Journal(path) as journal:
+    with changes_lock(), Journal(path) as journal:
         sessions = {s.id: s for s in journal.sessions()}
         open_sessions = {c.session for c in journal.open_changes()}
         live = [
@@ -80,7 +83,12 @@ def _applies_to_undo(records: list[Any], to: int | None) -> list[Any]:
     """Newest first: the latest apply in place, or every one in place after `to`."""
     in_place = [r for r in records if r.status == "applied"]
     if to is None:
-        return in_place[:1]
+        # The daemon's own sets (drift re-applied, a new disk given the plan) belong to the
+        # apply they hold: undoing that apply undoes them too, newest first.
+        users = [r for r in in_place if r.source != DAEMON_SOURCE]
+        if not users:
+            return in_place[:1]
+        return [r for r in in_place if r.id >= users[0].id]
     if to and all(r.id != to for r in records):
         raise BadInput(f"--to {to}: no such apply (`iotuner history` lists them)")
     return [r for r in in_place if r.id > to]
