@@ -1,0 +1,1 @@
+"""`iotuner daemon`: hold the applied plan, follow hotplug and workload change (docs/daemon.md)."""
