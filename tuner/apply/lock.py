@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 from tuner.state import state_dir
 
@@ -19,9 +20,11 @@ LOCK_NAME = "changes.lock"
 
 
 @contextlib.contextmanager
-def changes_lock(*, wait: bool = True) -> Iterator[bool]:
-    """Hold the lock for the block; with wait=False yields False at once when it is taken."""
-    fd = os.open(state_dir() / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+def changes_lock(directory: Path | None = None, *, wait: bool = True) -> Iterator[bool]:
+    """Hold the lock (in `directory`, default the state directory) for the block; with
+    wait=False yields False at once when someone else holds it."""
+    where = state_dir() if directory is None else directory
+    fd = os.open(where / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))

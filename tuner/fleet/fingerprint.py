@@ -144,6 +144,13 @@ def disk_class(disk: BlockDevice) -> str:
     return "hdd" if disk.rotational else "ssd"
 
 
+def disk_row(topology: Topology, disk: BlockDevice) -> Json:
+    """What the fingerprint says of one disk: class, size, rotation, model, the storage hops
+    between it and its controller (and an array's geometry). Two disks with equal rows are
+    interchangeable for a plan: the daemon gives a disk that appears the plan of its class."""
+    return _disk_row(topology, disk)
+
+
 def _disk_row(topology: Topology, disk: BlockDevice) -> Json:
     # The hops between the disk and its controller, top down: a 4-lane 12 Gb/s wide port to an
     # expander differs from direct 6 Gb/s SATA links even with the same disks and HBA.
