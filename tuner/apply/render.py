@@ -116,7 +116,9 @@ def render(
             raise bad(str(err)) from None
         pending[(entry.key, target)] = value
         live.append(
-            LiveSetting(i, entry.key, target, value, expected, _path(tunables, entry.key, target))
+            LiveSetting(
+                i, entry.key, target, value, expected, setting_path(tunables, entry.key, target)
+            )
         )
     files = _files(plan, live, identities, Path(conf_root))
     return Rendered(plan, files, tuple(live), identities)
@@ -134,7 +136,7 @@ def _why(message: str, key: str, target: str) -> str:
     return message.removeprefix(f"{key} on {target}: ")
 
 
-def _path(tunables: Tunables, key: str, target: str) -> str:
+def setting_path(tunables: Tunables, key: str, target: str) -> str:
     """The kernel file a setting lives in, as the host names it."""
     impl = tunables.impl(key)
     sysroot = tunables.sys

@@ -18,8 +18,7 @@ from typing import Any
 from probes.hostfs import HostFS
 from tuner.apply.identity import block_identity
 from tuner.apply.lock import changes_lock
-from tuner.apply.render import LiveSetting
-from tuner.apply.render import _path as setting_path
+from tuner.apply.render import LiveSetting, setting_path
 from tuner.daemon import plan_source
 from tuner.daemon.events import Event, event
 from tuner.daemon.held import SETTLE, Device, HeldSetting, boot_time, plain, reset_by, text

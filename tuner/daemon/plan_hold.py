@@ -19,8 +19,7 @@ from dataclasses import replace
 
 from probes.hostfs import HostFS
 from tuner.apply.identity import Identity, block_identity
-from tuner.apply.render import LiveSetting
-from tuner.apply.render import _path as setting_path
+from tuner.apply.render import LiveSetting, setting_path
 from tuner.daemon.drift import JOURNAL_TROUBLE, SETTLE_SECONDS, DriftHolder, unlike
 from tuner.daemon.events import Event, event
 from tuner.daemon.held import SETTLE, Device, HeldSetting, hms, text
