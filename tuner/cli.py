@@ -19,6 +19,7 @@ from tuner.commands import (
     report,
     rollback,
     rules,
+    status,
     sweep,
     tune,
     verify,
@@ -45,6 +46,7 @@ app.command(name="sweep")(sweep.sweep)
 app.command(name="bottleneck")(bottleneck.bottleneck)
 app.add_typer(lab.app, name="lab")
 app.command(name="report")(report.report)
+app.command(name="status")(status.status)
 
 
 def _version(value: bool) -> None:

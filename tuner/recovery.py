@@ -16,8 +16,9 @@ from tuner.state import state_path
 if TYPE_CHECKING:
     from tuner.journal import Recovered
 
-SKIP_COMMANDS = frozenset({"rollback"})
-"""Commands that recover by themselves and report it in their own output."""
+SKIP_COMMANDS = frozenset({"rollback", "daemon", "status"})
+"""Commands that recover by themselves and report it in their own output (rollback, the
+daemon at its start), or that only read (status talks to the daemon, never to the journal)."""
 
 
 def journal_path() -> Path:

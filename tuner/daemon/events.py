@@ -60,7 +60,7 @@ class EventLog:
 
     def recent(self, n: int = 20) -> list[Event]:
         """The newest n events, oldest first."""
-        return list(self._recent)[-n:]
+        return list(self._recent)[-n:] if n > 0 else []
 
 
 def event(kind: str, message: str, **data: Any) -> Event:
