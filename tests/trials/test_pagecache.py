@@ -92,3 +92,19 @@ def test_a_trial_that_cannot_drop_caches_is_flagged(
         "page cache not dropped (needs root): reads may come from memory"
     )
     assert pagecache.prepare(False) is None  # direct trials only sync
+
+
+def test_sync_one_writes_back_one_device_or_one_file_system(tmp_path: Path) -> None:
+    """A trial syncs only its own device or scratch file system, not the whole host."""
+    from tests.loopdev import loop_device
+
+    with loop_device(16) as name:
+        device = f"/dev/{name}"
+        with open(device, "r+b", buffering=0) as f:
+            f.write(b"x" * 65536)  # dirty pages in the device's page cache
+        pagecache.sync_one(device)
+        assert pagecache.prepare(False, device) is None
+    (tmp_path / "scratch").write_bytes(b"y" * 4096)
+    pagecache.sync_one(str(tmp_path))
+    with pytest.raises(FileNotFoundError):
+        pagecache.sync_one(str(tmp_path / "absent"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Annotated
@@ -26,6 +26,7 @@ from tuner.search.space import APP
 from tuner.signals import restore_on_signals
 from tuner.topology import Machine
 from tuner.trials.fio import writes
+from tuner.trials.idle import wait_until_idle
 from tuner.trials.jobfile import load_fio_job
 from tuner.trials.targets import TrialTarget
 from tuner.tunables.engine import TunableEngine
@@ -34,6 +35,8 @@ from tuner.tune.setup import current_point, recommended_points, tune_space
 from tuner.tune.view import TuneView, render_summary
 
 MAIN_JOB_LAB = "single-disk"
+IDLE_WAIT_S = 60.0
+"""How long --idle-below waits before a trial for the devices to get idle (then it stops)."""
 
 
 def tune(
@@ -63,13 +66,26 @@ def tune(
     seed: Annotated[int, typer.Option(help="Seed of the search.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     plan_out: Annotated[Path | None, typer.Option(help="Write the result as a plan.")] = None,
+    idle_below: Annotated[
+        float | None,
+        typer.Option(
+            help="Run a trial only once the target's devices are below this % utilisation; "
+            f"busy for {IDLE_WAIT_S:.0f} s stops the search.",
+            min=0.1,
+            max=100,
+        ),
+    ] = None,
+    io_cap: Annotated[
+        int | None, typer.Option(help="The most MB (10^6 bytes) one trial may move.", min=1)
+    ] = None,
 ) -> None:
     """Measure the baseline, search host settings with short fio trials, confirm the winner.
 
     Without --target, brings up the lab's single-disk, tunes there and tears it down. Every
     setting changed during trials is journaled first and restored at the end (also on Ctrl-C
     and SIGTERM; after kill -9, by the next iotuner command or `iotuner rollback`).
-    Exit codes: 0 done, 1 a trial failed, 2 bad input.
+    Exit codes: 0 done, 1 a trial failed (or --idle-below found the devices busy before the
+    baseline), 2 bad input.
     """
     if objective not in ("throughput", "latency"):
         raise BadInput(f"--objective {objective}: use throughput or latency")
@@ -82,8 +98,9 @@ def tune(
     # scikit-optimize and scipy take seconds to import: only `tune` pays for them.
     from tuner.tune.session import Tune, TuneConfig
 
-    config = TuneConfig(budget=budget, time_s=time_s, runtime_s=runtime,
-                        objective=objective, seed=seed)  # fmt: skip
+    cap = None if io_cap is None else io_cap * 10**6
+    config = TuneConfig(budget=budget, time_s=time_s, runtime_s=runtime, objective=objective,
+                        seed=seed, io_cap_bytes=cap)  # fmt: skip
     console = Console(stderr=as_json)
     with ExitStack() as stack:
         trial_target = stack.enter_context(_target(target, destroy_data, chosen, console))
@@ -95,7 +112,9 @@ def tune(
         baseline = current_point(space, engine.tunables, chosen)
         suggested = recommended_points(base, topology, chosen, space, baseline)
         view = stack.enter_context(TuneView(console, budget, enabled=console.is_terminal))
-        session = Tune(trial_target, chosen, space, engine, config, on_trial=view.trial)
+        gate = _idle_gate(trial_target.devices, idle_below, console)
+        session = Tune(trial_target, chosen, space, engine, config, on_trial=view.trial,
+                       before_trial=gate)  # fmt: skip
         result = session.run(baseline, suggested)
     host = next((m.name for m in topology.of_type(Machine)), "host")
     if plan_out is not None:
@@ -112,6 +131,19 @@ def tune(
         sys.stdout.write(json.dumps(result_document(result), indent=2) + "\n")
     else:
         console.print(render_summary(result))
+
+
+def _idle_gate(
+    devices: tuple[str, ...], below: float | None, console: Console
+) -> Callable[[], object]:
+    """What runs before each trial: nothing, or with --idle-below a wait for idle devices."""
+    if below is None:
+        return lambda: None
+
+    def say(message: str) -> None:
+        console.print(message, style="dim", highlight=False)
+
+    return lambda: wait_until_idle(devices, below, IDLE_WAIT_S, on_wait=say)
 
 
 def _workload(base: RuleBase, name: str, fio_job: Path | None) -> Workload:

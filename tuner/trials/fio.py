@@ -141,12 +141,14 @@ def job_text(
     file_prefix: str | None = None,
     create_only: bool = False,
     title: str = "trial",
+    io_size: int | None = None,
 ) -> str:
     """The job file for one trial: on `filename` (a device or file whose first `region_bytes`
     are read or written), or on fio-made files `file_prefix.JOB.FILE` in `directory`.
 
     Each of several jobs on one file gets its own slice of the region: buffered readers that
-    share offsets would serve each other from the page cache.
+    share offsets would serve each other from the page cache. `io_size` (bytes per job, ramp
+    included) ends a job once it has moved that much, even before the runtime is up.
     """
     ours: dict[str, Any] = {}
     if filename is not None:
@@ -176,6 +178,9 @@ def job_text(
         # its region. Not over many files: fio 3.33 hangs with time_based, ramp_time and
         # file_service_type=random together; there a job stops after one pass or the runtime.
         ours["time_based"] = 1 if filename is not None and not one_pass else 0
+        if io_size is not None:
+            # time_based would start over past io_size until the runtime is up (fio 3.33).
+            ours.update(io_size=io_size, time_based=0)
     # invalidate=1 (fio's default, kept unless the job says otherwise): fio drops the file's
     # cached pages before each pass over it, so a pass that starts over re-reads the device;
     # drop_caches (pagecache.py) covers the rest, such as the file a loop device reads from.

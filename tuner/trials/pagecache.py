@@ -13,7 +13,11 @@ Three defences (DESIGN.md, "Measurements people can trust"):
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 import os
+import stat
 from pathlib import Path
 
 from tuner.trials.diskstats import Counters
@@ -30,9 +34,17 @@ TOLERANCE = 0.25
 MARGIN = 1.5
 
 
-def prepare(buffered: bool) -> str | None:
-    """Sync, and drop the page cache before a buffered trial; the reason to flag, or None."""
-    os.sync()
+def prepare(buffered: bool, sync_path: str | None = None) -> str | None:
+    """Sync, and drop the page cache before a buffered trial; the reason to flag, or None.
+
+    With `sync_path` (the trial's device, or its scratch directory) only what lies there is
+    synced: earlier trials' dirty pages are all there, and a host-wide sync waits for every
+    other writer on the machine too (minutes on a busy host, with SIGTERM waiting behind it).
+    """
+    if sync_path is None:
+        os.sync()
+    else:
+        sync_one(sync_path)
     if not buffered:
         return None
     try:
@@ -41,6 +53,25 @@ def prepare(buffered: bool) -> str | None:
     except OSError:
         return "page cache not dropped (needs root): reads may come from memory"
     return None
+
+
+def sync_one(path: str) -> None:
+    """Write back the dirty pages of one block device (fsync of the device) or of the file
+    system holding one path (syncfs(2), which Python's os module does not offer)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        if stat.S_ISBLK(os.fstat(fd).st_mode):
+            os.fsync(fd)
+        elif _libc().syncfs(fd) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), path)
+    finally:
+        os.close(fd)
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
 def data_set_bytes(rate_mbps: float, runtime_s: float, ramp_s: float, readahead: int) -> int:

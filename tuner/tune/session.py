@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner.rules.model import Workload
-from tuner.search.confirm import confirm
+from tuner.search.confirm import Confirmation, confirm
 from tuner.search.optimizer import (
     Optimizer,
     SkoptOptimizer,
@@ -26,6 +26,7 @@ from tuner.search.optimizer import (
 )
 from tuner.search.space import APP, Point, SearchSpace, point_key
 from tuner.trials.fio import AppParams
+from tuner.trials.idle import DevicesBusy
 from tuner.trials.targets import TrialTarget
 from tuner.trials.trial import TrialResult, run_trial
 from tuner.tunables.engine import TunableEngine
@@ -45,6 +46,7 @@ class TuneConfig:
     baseline_repeats: int = 3
     confirm_rounds: int = 3
     top_k: int = 2
+    io_cap_bytes: int | None = None  # the most one trial may move (tune --io-cap)
 
 
 def trial_with(
@@ -55,6 +57,7 @@ def trial_with(
     app: AppParams | None,
     runtime_s: float,
     ramp_s: float,
+    io_cap_bytes: int | None = None,
 ) -> TrialResult:
     """Apply host `settings`, run one trial, and put the host back whatever happened."""
     # Each trial starts from the host as found and puts it back: the journal then only ever
@@ -62,13 +65,17 @@ def trial_with(
     try:
         if settings:
             engine.apply(dict(settings))
-        return run_trial(target, workload, app, runtime_s, ramp_s)
+        return run_trial(target, workload, app, runtime_s, ramp_s, io_cap_bytes=io_cap_bytes)
     finally:
         engine.restore()
 
 
 class Tune:
-    """Measures points on one target; `run` drives the search and returns the result."""
+    """Measures points on one target; `run` drives the search and returns the result.
+
+    `before_trial` runs before every trial (tune --idle-below waits for idle devices there);
+    when it raises DevicesBusy the search stops early and the result keeps the baseline.
+    """
 
     def __init__(
         self,
@@ -78,6 +85,7 @@ class Tune:
         engine: TunableEngine,
         config: TuneConfig,
         on_trial: Callable[[TrialRecord], None] = lambda record: None,
+        before_trial: Callable[[], object] = lambda: None,
     ) -> None:
         self.target = target
         self.workload = workload
@@ -85,6 +93,7 @@ class Tune:
         self.engine = engine
         self.config = config
         self.on_trial = on_trial
+        self.before_trial = before_trial
         self.records: list[TrialRecord] = []
 
     # -- one measurement -------------------------------------------------------------------
@@ -92,8 +101,13 @@ class Tune:
     def measure(self, point: Point, phase: str) -> TrialResult:
         """Apply the point's host settings, run one trial, record it."""
         host = {slot: v for slot, v in point.items() if slot[1] != APP}
+        try:
+            self.before_trial()
+        except DevicesBusy as err:
+            raise DevicesBusy(f"before trial {len(self.records) + 1} ({phase}): {err}") from None
         result = trial_with(self.engine, host, self.target, self.workload, _app_params(point),
-                            self.config.runtime_s, self.config.ramp_s)  # fmt: skip
+                            self.config.runtime_s, self.config.ramp_s,
+                            self.config.io_cap_bytes)  # fmt: skip
         record = TrialRecord(
             number=len(self.records) + 1,
             settings=dict(point),
@@ -119,28 +133,39 @@ class Tune:
         """Baseline, search, confirmation; the engine's originals are restored by the caller."""
         started = time.monotonic()
         config = self.config
-        base_mbps = [
-            self.measure(baseline, "baseline").mbps for _ in range(config.baseline_repeats)
-        ]
-        noise = _cv(base_mbps)
+        base_results = [self.measure(baseline, "baseline") for _ in range(config.baseline_repeats)]
+        noise = _cv([result.mbps for result in base_results])
         optimizer: Optimizer = SkoptOptimizer(
             self.space, seed=config.seed, initial_points=[baseline, *recommended]
         )
+        # The baseline's repeats are measurements like any other: told, the optimiser never
+        # spends a budget trial asking for the baseline again (and sees its noise).
+        for result in base_results:
+            optimizer.tell(baseline, self.value(result))
         deadline = None if config.time_s is None else started + config.time_s
         history: list[Step] = []
         reason: str | None = None
         while reason is None:
             point = optimizer.ask()
             ei = optimizer.expected_improvement()
-            phase = "initial" if len(history) <= len(recommended) else "search"
-            value = self.value(self.measure(point, phase))
+            phase = "initial" if len(history) < len(recommended) else "search"
+            try:
+                value = self.value(self.measure(point, phase))
+            except DevicesBusy as err:
+                reason = f"stopped early: {err}"
+                break
             optimizer.tell(point, value)
             history.append(Step(point, value, ei))
             reason = should_stop(history, max(noise, 0.005), config.budget, deadline)
-        candidates = _top(history, config.top_k, baseline)
-        outcome = confirm(
-            lambda p: self.measure(p, "confirm").mbps, baseline, candidates, config.confirm_rounds
-        )
+        candidates = _with_rules(_top(history, config.top_k, baseline), recommended, baseline)
+        try:
+            if reason.startswith("stopped early"):
+                raise DevicesBusy(reason)  # busy devices: no confirmation either
+            outcome = confirm(lambda p: self.measure(p, "confirm").mbps, baseline, candidates,
+                              config.confirm_rounds)  # fmt: skip
+        except DevicesBusy as err:
+            outcome = _unconfirmed(baseline, self.records)  # never worse: the baseline stays
+            reason = reason if reason.startswith("stopped early") else f"stopped early: {err}"
         return TuneResult(
             target=self.target.path,
             workload=self.workload.name,
@@ -158,6 +183,30 @@ class Tune:
             trials=tuple(self.records),
             seconds=time.monotonic() - started,
         )
+
+
+def _unconfirmed(baseline: Point, records: list[TrialRecord]) -> Confirmation:
+    """The outcome when busy devices stopped the tune before confirmation: the baseline
+    (measured in `records`' baseline trials) stays, nothing is chosen."""
+    base = [r.mbps for r in records if r.phase == "baseline"]
+    mean, cv = statistics.fmean(base), _cv(base)
+    return Confirmation(dict(baseline), mean, cv, mean, cv, 1.0, 1.0, 1.0, chosen=False,
+                        rounds=0, baseline_point=dict(baseline))  # fmt: skip
+
+
+def _with_rules(top: list[Point], recommended: list[Point], baseline: Point) -> list[Point]:
+    """`top` with its last slot given to the rules' first recommendation when the search did
+    not rank it there.
+
+    A rule's point is a hypothesis with the papers behind it, measured once: one unlucky trial
+    (a busy neighbour, a slow flush) must not drop it unconfirmed. The runner-up it replaces is
+    usually the best's neighbour, within noise of it. Needs two slots: the best keeps its own.
+    """
+    keys = {point_key(p) for p in top} | {point_key(baseline)}
+    rules = [p for p in recommended if point_key(p) not in keys]
+    if len(top) < 2 or not rules:
+        return top
+    return [*top[:-1], rules[0]]
 
 
 def _top(history: list[Step], k: int, baseline: Point) -> list[Point]:

@@ -1,0 +1,323 @@
+"""Advise and the bounded re-tune, run as children (tuner/daemon/child.py) the loop never waits on.
+
+One child at a time. `advise(W)` runs `advise --workload W --json` and reports its findings.
+`start(W, config, devices)` asks for a re-tune: it waits until the watched devices have been
+idle for config.idle_seconds, then runs `tune` with the config's bounds (budget, runtime, --time,
+--idle-below, --io-cap, a plan in the state directory) and, when the config allows and the
+result is a gain under the never-worse rule (a confirmed gain whose interval's low end is above
+1, and a plan with entries), `apply` on that plan. Every step is a "retune" event with figures.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tuner.daemon.child import Child, spawn
+from tuner.daemon.config import RetuneSection
+from tuner.daemon.events import Event, event
+from tuner.daemon.retune_report import advise_event, plan_entries, tune_figures
+from tuner.daemon.workload import profiles
+from tuner.state import state_dir
+from tuner.trials.fio import writes
+from tuner.trials.idle import BUSY
+
+PLAN_NAME = "retune-plan.yaml"
+ADVISE_LIMIT_S = 300.0
+APPLY_LIMIT_S = 600.0
+_OUTSIDE_SEARCH = 12  # trials besides the search: 3 baseline, 3 rounds x 3 to confirm
+_PER_TRIAL_S = 5.0  # ramp, idle sample, cache drop and fio's start, per trial
+_SETUP_S = 300.0  # probe, scratch file, --idle-below waits
+_SIGNALLED = {128 + signal.SIGTERM, 128 + signal.SIGINT, -signal.SIGTERM, -signal.SIGINT}
+
+
+@dataclass
+class _Job:
+    """The re-tune asked for: waiting for an idle window, or running (tune, then apply)."""
+
+    workload: str
+    config: RetuneSection
+    devices: tuple[str, ...]
+    idle_fn: Callable[[float], float] | None
+    requested: float = field(default_factory=time.time)
+    state: str = "waiting-idle"  # then "running"
+    step: str | None = None  # tune | apply
+    started: float | None = None
+    idle_seen: float = 0.0
+    figures: dict[str, Any] = field(default_factory=dict)
+
+
+class Retune:
+    """Advise and the bounded re-tune for the daemon; every method returns at once except
+    `terminate`, which waits for the child to put back what it changed."""
+
+    def __init__(self, state: Path | None = None, *, python: str = sys.executable) -> None:
+        self._state = state
+        self.python = python
+        self._child: Child | None = None
+        self._job: _Job | None = None
+        self._advise_next: str | None = None
+        self._last: dict[str, Any] | None = None
+
+    @property
+    def state_dir(self) -> Path:
+        """Where the plan and the children's stderr go: the state directory."""
+        if self._state is None:
+            return state_dir()
+        self._state.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return self._state
+
+    # -- requests --------------------------------------------------------------------------
+
+    def advise(self, workload: str) -> list[Event]:
+        """Run `advise --workload W --json` (after the running child, if any); its findings
+        come as one "advise" event from `poll`."""
+        if workload not in profiles():
+            message = f"advise skipped: the rule base has no {workload} profile"
+            return [event("advise", message, workload=workload, ok=False)]
+        child = self._child
+        if child is None or child.step != "advise" or child.workload != workload:
+            self._advise_next = workload
+        return self._next(time.time(), None)
+
+    def start(
+        self,
+        workload: str,
+        config: RetuneSection,
+        devices: Sequence[str],
+        idle_seconds: Callable[[float], float] | None = None,
+    ) -> list[Event]:
+        """Ask for a re-tune for `workload`; it starts once `poll` is told (or
+        `idle_seconds(config.idle_util_percent)` says) that the devices have been idle for
+        config.idle_seconds. Never two at once: while one waits, the newest workload replaces
+        its own; while one runs, the request is refused with an event."""
+        job = self._job
+        if job is not None and job.state == "running":
+            message = f"re-tune for {job.workload} still running: {workload} not started"
+            return [event("retune", message, workload=workload, ok=False)]
+        if job is not None and job.workload == workload:
+            message = f"re-tune for {workload} already waiting for idle devices"
+            return [event("retune", message, workload=workload, ok=False)]
+        refused = _refusal(workload, config)
+        if refused is not None:
+            message = f"re-tune for {workload} not started: {refused}"
+            return [event("retune", message, workload=workload, ok=False)]
+        if job is not None:
+            previous, job.workload = job.workload, workload
+            message = f"waiting re-tune now for {workload} (was {previous})"
+            return [event("retune", message, workload=workload, state="waiting-idle")]
+        self._job = _Job(workload, config, tuple(devices), idle_seconds)
+        watched = ", ".join(devices) or "the devices"
+        message = (
+            f"re-tune for {workload} on {config.target}: waiting until {watched} stay below "
+            f"{config.idle_util_percent:g}% busy for {config.idle_seconds:g} s"
+        )
+        return [event("retune", message, workload=workload, state="waiting-idle",
+                      target=config.target, devices=list(devices))]  # fmt: skip
+
+    # -- the loop's side -------------------------------------------------------------------
+
+    def fileno(self) -> int | None:
+        """The running child's stdout while it is open (readable: output, or its end)."""
+        return None if self._child is None else self._child.fileno()
+
+    def busy(self) -> bool:
+        """True while a tune or apply child runs: the devices' I/O is then iotuner's own."""
+        return self._child is not None and self._child.step in ("tune", "apply")
+
+    def poll(self, now: float, idle_seconds: float | None = None) -> list[Event]:
+        """Read the child's output, reap it if it has ended, start what is due next.
+
+        `idle_seconds`: how long the watched devices have been idle (WorkloadWatch's
+        idle_seconds at the config's threshold); None asks the callable `start` was given.
+        """
+        child = self._child
+        if child is not None:
+            if not child.reap():
+                if child.overdue() and child.stopping is None:
+                    child.signal(signal.SIGTERM, f"it ran past its {child.limit_s:.0f} s limit")
+                    message = f"{child.step} for {child.workload}: stopping, {child.stopping}"
+                    kind = "advise" if child.step == "advise" else "retune"
+                    return [event(kind, message, workload=child.workload)]
+                return []
+            self._child = None
+            return self._finished(child) + self._next(now, idle_seconds)
+        return self._next(now, idle_seconds)
+
+    def state(self) -> dict[str, Any] | None:
+        """For status: the re-tune waiting or running, else the last one's outcome, or None."""
+        job = self._job
+        if job is None:
+            return self._last
+        child = self._child
+        return {
+            "state": job.state,
+            "step": job.step,
+            "workload": job.workload,
+            "target": job.config.target,
+            "devices": list(job.devices),
+            "requested": job.requested,
+            "started": job.started,
+            "idle_seconds": round(job.idle_seen, 1),
+            "idle_needed": job.config.idle_seconds,
+            "pid": child.proc.pid if child is not None and child.step != "advise" else None,
+            **job.figures,
+        }
+
+    def terminate(self, timeout: float = 120.0) -> list[Event]:
+        """Stop everything: a waiting re-tune is dropped; a running child gets SIGTERM and is
+        waited for (tune restores its trial settings and exits 143); SIGKILL only after
+        `timeout` seconds, and then the journal's recovery puts back what it changed."""
+        events: list[Event] = []
+        self._advise_next = None
+        job = self._job
+        if job is not None and job.state == "waiting-idle":
+            self._job = None
+            self._last = {"state": "cancelled", "workload": job.workload}
+            message = f"re-tune for {job.workload} dropped before it started"
+            events.append(event("retune", message, workload=job.workload, state="cancelled"))
+        child, self._child = self._child, None
+        if child is not None:
+            child.stop(timeout, "the daemon is stopping")
+            events += self._finished(child)
+        return events
+
+    # -- steps -----------------------------------------------------------------------------
+
+    def _next(self, now: float, idle_seconds: float | None) -> list[Event]:
+        """When no child runs: a pending advise, else a re-tune idle long enough."""
+        if self._child is not None:
+            return []
+        if self._advise_next is not None:
+            workload, self._advise_next = self._advise_next, None
+            args = ["advise", "--workload", workload, "--json"]
+            return self._spawn("advise", workload, args, ADVISE_LIMIT_S)
+        job = self._job
+        if job is None or job.state != "waiting-idle":
+            return []
+        cfg = job.config
+        if idle_seconds is None and job.idle_fn is not None:
+            idle_seconds = job.idle_fn(cfg.idle_util_percent)
+        job.idle_seen = idle_seconds or 0.0
+        if job.idle_seen < cfg.idle_seconds:
+            return []
+        plan = self.state_dir / PLAN_NAME
+        plan.unlink(missing_ok=True)  # an earlier re-tune's
+        assert cfg.target  # _refusal saw to it
+        args = ["tune", "--target", cfg.target, "--workload", job.workload,
+                "--budget", str(cfg.budget), "--runtime", f"{cfg.runtime:g}",
+                "--time", f"{cfg.max_seconds:g}", "--idle-below", f"{cfg.idle_util_percent:g}",
+                "--io-cap", str(cfg.io_cap_mb), "--json", "--plan-out", str(plan)]  # fmt: skip
+        limit = cfg.max_seconds + _SETUP_S + _OUTSIDE_SEARCH * (cfg.runtime + _PER_TRIAL_S)
+        failed = self._spawn("tune", job.workload, args, limit)
+        if self._child is None:
+            self._job = None
+            return failed
+        job.state, job.step, job.started = "running", "tune", now
+        message = (
+            f"re-tune for {job.workload} running on {cfg.target} after {job.idle_seen:.0f} s "
+            f"idle: budget {cfg.budget}, {cfg.runtime:g} s trials, at most "
+            f"{cfg.max_seconds:g} s searching, {cfg.io_cap_mb} MB a trial"
+        )
+        return [event("retune", message, workload=job.workload, state="running", step="tune",
+                      pid=self._child.proc.pid)]  # fmt: skip
+
+    def _spawn(self, step: str, workload: str, args: list[str], limit_s: float) -> list[Event]:
+        stderr = self.state_dir / f"retune-{step}.stderr"
+        try:
+            self._child = spawn(step, workload, args, stderr, limit_s, self.python)
+        except (OSError, subprocess.SubprocessError) as err:
+            return [event("error", f"{step} for {workload} could not start: {err}")]
+        return []
+
+    def _finished(self, child: Child) -> list[Event]:
+        """The event for a child that has ended, and its re-tune's next step."""
+        code, said = child.code, child.last_words()
+        if child.step == "advise" and child.stopping is not None and code != 0:
+            message = f"advise for {child.workload} stopped: {child.stopping}"
+            return [event("advise", message, workload=child.workload, ok=False)]
+        if child.step == "advise":
+            return [advise_event(child.workload, code, child.out, said)]
+        job = self._job
+        if job is None:
+            return [event("error", f"{child.step} for {child.workload} ended, exit {code}")]
+        what = f"re-tune for {job.workload}"
+        if code in (-signal.SIGKILL, 128 + signal.SIGKILL):
+            message = (
+                f"{what} killed during {child.step}: the journal's recovery puts back what it "
+                "changed (the next iotuner command, or iotuner rollback)"
+            )
+            return self._done(job, "killed", "error", message, exit=code)
+        if code in _SIGNALLED:
+            why = child.stopping or "a signal"
+            message = f"{what} stopped during {child.step} ({why}): {said or 'no word from it'}"
+            return self._done(job, "stopped", "retune", message, exit=code, restored=said)
+        if code == 1 and child.step == "tune" and BUSY in said:
+            return self._done(job, "busy", "retune", f"{what} not run: {said}", exit=code)
+        if code != 0:
+            message = f"{what} failed during {child.step} (exit {code}): {said or 'no message'}"
+            return self._done(job, "failed", "error", message, exit=code)
+        if child.step == "apply":
+            message = f"{what}: plan {job.figures.get('plan')} applied"
+            return self._done(job, "finished", "retune", message, applied=True)
+        return self._tuned(job, child)
+
+    def _tuned(self, job: _Job, child: Child) -> list[Event]:
+        """A tune that ended well: its figures, the never-worse verdict, apply if allowed."""
+        try:
+            figures = tune_figures(json.loads(child.out.decode()))
+        except (ValueError, KeyError, TypeError, IndexError) as err:
+            message = f"re-tune for {job.workload}: unreadable tune result ({err})"
+            return self._done(job, "failed", "error", message)
+        plan = self.state_dir / PLAN_NAME
+        entries = plan_entries(plan)
+        job.figures = {**figures, "plan": str(plan), "entries": entries}
+        low, high = figures["ci"]
+        line = (
+            f"re-tune for {job.workload}: baseline {figures['baseline_mbps']:.1f} MB/s, best "
+            f"{figures['best_mbps']:.1f} MB/s, gain x{figures['gain']:.3f} "
+            f"(95% CI {low:.3f}-{high:.3f}), {figures['trials']} trials"
+        )
+        if not (figures["chosen"] and low > 1.0):
+            why = "no gain beyond the noise (the interval's low end is not above 1)"
+        elif entries == 0:
+            why = "the gain changes no host setting (nothing in the plan)"
+        elif not job.config.apply:
+            why = f"retune.apply is off: the plan waits in {plan}"
+        else:
+            failed = self._spawn("apply", job.workload, ["apply", str(plan), "--json"],
+                                 APPLY_LIMIT_S)  # fmt: skip
+            if self._child is None:
+                return failed + self._done(job, "failed", "retune", f"{line}: apply failed")
+            job.step = "apply"
+            message = f"{line}: applying {entries} setting(s) from {plan}"
+            return [event("retune", message, workload=job.workload, state="running",
+                          step="apply", applied=False, **job.figures)]  # fmt: skip
+        return self._done(job, "finished", "retune", f"{line}: not applied, {why}", why=why)
+
+    def _done(self, job: _Job, outcome: str, kind: str, message: str, **data: Any) -> list[Event]:
+        """Close the re-tune: keep its outcome for status, make its last event."""
+        self._job = None
+        data = {"applied": False, **job.figures, **data}
+        self._last = {"state": outcome, "workload": job.workload, "target": job.config.target,
+                      "started": job.started, "ended": time.time(), **data}  # fmt: skip
+        return [event(kind, message, workload=job.workload, state=outcome, **data)]
+
+
+def _refusal(workload: str, config: RetuneSection) -> str | None:
+    """Why a re-tune for `workload` cannot run with `config`, or None."""
+    known = profiles()
+    if workload not in known:
+        return f"the rule base has no {workload} profile to tune for"
+    if not config.target:
+        return "retune.target is not set"
+    if writes(known[workload]) and not Path(config.target).is_dir():
+        return f"{workload} writes: retune.target {config.target} must be a directory"
+    return None
