@@ -13,6 +13,7 @@ from tuner.commands import (
     advise,
     apply,
     bottleneck,
+    daemon,
     history,
     lab,
     probe,
@@ -46,6 +47,7 @@ app.command(name="sweep")(sweep.sweep)
 app.command(name="bottleneck")(bottleneck.bottleneck)
 app.add_typer(lab.app, name="lab")
 app.command(name="report")(report.report)
+app.command(name="daemon")(daemon.daemon)
 app.command(name="status")(status.status)
 
 

@@ -70,3 +70,12 @@ def test_without_a_manager_nothing_is_sent_and_nothing_fails() -> None:
     assert notifier.ping_due(0.0) is None
     # A socket that went away (manager restarting) is not an error for the daemon.
     assert not Notifier({"NOTIFY_SOCKET": "/nonexistent/notify"}).send("READY=1")
+
+
+def test_a_manager_that_does_not_read_never_blocks_the_daemon(
+    manager: tuple[socket.socket, str],
+) -> None:
+    _, path = manager
+    notifier = Notifier({"NOTIFY_SOCKET": path})
+    sent = [notifier.send(f"STATUS=update {i}") for i in range(2000)]
+    assert sent[0] and not all(sent), "the queue filled up and later sends were dropped"

@@ -33,7 +33,9 @@ class Notifier:
             return False
         try:
             with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
-                sock.sendto("\n".join(lines).encode(), self._address)
+                # Never wait: a manager that does not read (or a full queue) must not stall
+                # the loop; a lost watchdog ping is better than a daemon stuck in sendto.
+                sock.sendto("\n".join(lines).encode(), socket.MSG_DONTWAIT, self._address)
         except OSError:
             # The manager went away or restarts: the daemon's work must not depend on it.
             return False
