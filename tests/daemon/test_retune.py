@@ -68,13 +68,16 @@ def finished(events: list[Event]) -> bool:
 
 def test_what_cannot_run_is_refused_with_an_event(tmp_path: Path) -> None:
     retune = Retune(tmp_path)
-    (refused,) = retune.start("random-write", config("/dev/null"), ["sdx"])
-    assert "no random-write profile" in refused.message and refused.data["ok"] is False
+    # "mixed" is a class the watcher reports only if the rule base had such a profile.
+    (refused,) = retune.start("mixed", config("/dev/null"), ["sdx"])
+    assert "no mixed profile" in refused.message and refused.data["ok"] is False
     (refused,) = retune.start("stream-read", config(""), ["sdx"])
     assert "retune.target is not set" in refused.message
     (refused,) = retune.start("stream-write", config("/dev/null"), ["sdx"])
     assert "must be a directory" in refused.message
-    (skipped,) = retune.advise("random-write")
+    (refused,) = retune.start("random-write", config("/dev/null"), ["sdx"])
+    assert "must be a directory" in refused.message
+    (skipped,) = retune.advise("mixed")
     assert skipped.kind == "advise" and skipped.data["ok"] is False
     assert retune.state() is None and retune.fileno() is None
 
