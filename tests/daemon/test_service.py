@@ -337,3 +337,29 @@ def test_a_trial_in_progress_leaves_the_original_values(
     restored = [e for e in again.events("start") if "restored" in e["message"]]
     assert restored, again.events("start")
     assert again.stop() == 0
+
+
+WATCH = """
+[workload]
+sample_interval = 0.5
+window = 1.5
+"""
+
+
+def test_a_sustained_workload_is_classified_and_advised_on(
+    start: Callable[..., Running], disk: str, journal_path: Path, tmp_path: Path
+) -> None:
+    apply(journal_path, block_plan(disk), tmp_path)
+    daemon = start(WATCH)
+    subprocess.run(
+        ["fio", "--name=db", f"--filename=/dev/{disk}", "--rw=randread", "--bs=4k",
+         "--iodepth=16", "--ioengine=libaio", "--direct=1", "--time_based", "--runtime=4",
+         "--output-format=json"],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    seen = wait_for("the workload class", lambda: daemon.events("workload"), timeout=10)
+    assert seen[-1]["data"]["workload"] == "random-read", seen
+    assert daemon.state()["workload"]["class"] == "random-read"
+    advised = wait_for("advise's findings", lambda: daemon.events("advise"), timeout=60)
+    assert "random-read" in advised[-1]["message"]
+    assert not daemon.events("retune"), "re-tuning is off by default"
