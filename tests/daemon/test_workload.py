@@ -12,15 +12,9 @@ import pytest
 
 from tests.loopdev import loop_device
 from tuner.daemon.events import Event
-from tuner.daemon.workload import (
-    Activity,
-    DiskCounters,
-    WorkloadWatch,
-    activity,
-    classify,
-    profile_names,
-    read_counters,
-)
+from tuner.daemon.workload import WorkloadWatch, classify, profile_names
+from tuner.trials.activity import Activity, activity
+from tuner.trials.diskstats import DiskCounters, read_counters
 
 PROFILES = profile_names()
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 from collections import deque
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,8 @@ import yaml
 
 from tuner.daemon.events import Event, event
 from tuner.resources import rules_dir
-from tuner.trials.diskstats import DISKSTATS, SECTOR, Counters
+from tuner.trials.activity import Activity, activity
+from tuner.trials.diskstats import DISKSTATS, DiskCounters, read_counters
 
 # -- thresholds ------------------------------------------------------------------------------
 IDLE_UTIL_PERCENT = 5.0
@@ -77,114 +77,6 @@ def profiles(directory: Path | None = None) -> dict[str, dict[str, Any]]:
             fio = entry.get("fio")
             found[str(entry["name"])] = dict(fio) if isinstance(fio, dict) else {}
     return found
-
-
-# -- counters and activity -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DiskCounters:
-    """One device's cumulative counters from one line of /proc/diskstats."""
-
-    reads: int  # requests completed (after merging: what the device served)
-    read_bytes: int
-    writes: int
-    write_bytes: int
-    io_ticks_ms: int  # time with at least one request in flight
-    queue_ms: int  # time in queue summed over requests (weighted)
-
-    @property
-    def bytes(self) -> Counters:
-        """Bytes read and written, as tuner.trials.diskstats counts them."""
-        return Counters(self.read_bytes, self.write_bytes)
-
-    def went_back(self, before: DiskCounters) -> bool:
-        """True when a counter is below `before`'s: the device was re-attached (or wrapped)."""
-        pairs = zip(_fields(self), _fields(before), strict=True)
-        return any(now < then for now, then in pairs)
-
-
-def _fields(c: DiskCounters) -> tuple[int, ...]:
-    return (c.reads, c.read_bytes, c.writes, c.write_bytes, c.io_ticks_ms, c.queue_ms)
-
-
-def read_counters(names: Iterable[str], path: Path = DISKSTATS) -> dict[str, DiskCounters]:
-    """The named devices found in /proc/diskstats (one read of the file); OSError passes up."""
-    wanted = set(names)
-    found: dict[str, DiskCounters] = {}
-    for line in path.read_text().splitlines():
-        fields = line.split()
-        # major minor name | reads merged sectors ms | writes merged sectors ms | in-flight
-        # io_ticks time_in_queue | (discards, flushes: newer kernels)
-        if len(fields) >= 14 and fields[2] in wanted:
-            try:
-                n = [int(value) for value in fields[3:14]]
-            except ValueError:
-                continue
-            found[fields[2]] = DiskCounters(n[0], n[2] * SECTOR, n[4], n[6] * SECTOR, n[9], n[10])
-    return found
-
-
-@dataclass(frozen=True)
-class Activity:
-    """What one device did over one interval.
-
-    MB are 10^6 bytes; avg_request_kb is KiB per request both directions together;
-    read_fraction is the share of bytes read (0 when nothing moved); util_percent is the share
-    of the interval with a request in flight; queue_depth is the mean number of requests in
-    flight (time in queue over the interval, Little's law).
-    """
-
-    read_mbps: float
-    write_mbps: float
-    read_iops: float
-    write_iops: float
-    avg_request_kb: float
-    read_fraction: float
-    util_percent: float
-    queue_depth: float
-
-    @property
-    def iops(self) -> float:
-        """Requests completed per second, both directions."""
-        return self.read_iops + self.write_iops
-
-    @property
-    def mbps(self) -> float:
-        """MB/s both directions."""
-        return self.read_mbps + self.write_mbps
-
-    def as_json(self) -> dict[str, float]:
-        """The figures `iotuner status` shows, rounded."""
-        return {
-            "read_mbps": round(self.read_mbps, 2),
-            "write_mbps": round(self.write_mbps, 2),
-            "iops": round(self.iops, 1),
-            "avg_request_kb": round(self.avg_request_kb, 1),
-            "read_fraction": round(self.read_fraction, 3),
-            "util_percent": round(self.util_percent, 1),
-            "queue_depth": round(self.queue_depth, 2),
-        }
-
-
-def activity(before: DiskCounters, after: DiskCounters, seconds: float) -> Activity:
-    """The activity between two samples `seconds` apart (counters that went back: zeros)."""
-    if seconds <= 0 or after.went_back(before):
-        return Activity(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    read_b, write_b = after.read_bytes - before.read_bytes, after.write_bytes - before.write_bytes
-    reads, writes = after.reads - before.reads, after.writes - before.writes
-    moved = read_b + write_b
-    return Activity(
-        read_mbps=read_b / seconds / 1e6,
-        write_mbps=write_b / seconds / 1e6,
-        read_iops=reads / seconds,
-        write_iops=writes / seconds,
-        avg_request_kb=moved / (reads + writes) / 1024 if reads + writes else 0.0,
-        read_fraction=read_b / moved if moved else 0.0,
-        # io_ticks can run a tick ahead of the wall clock between two reads: cap at 100.
-        util_percent=min(100.0, (after.io_ticks_ms - before.io_ticks_ms) / seconds / 10),
-        queue_depth=(after.queue_ms - before.queue_ms) / seconds / 1000,
-    )
 
 
 # -- classification --------------------------------------------------------------------------

@@ -33,16 +33,52 @@ class Counters:
         return Counters(self.read_bytes - before.read_bytes, self.write_bytes - before.write_bytes)
 
 
-def read_diskstats(names: Iterable[str], path: Path = DISKSTATS) -> dict[str, Counters]:
-    """Bytes read and written since boot by each named device found in /proc/diskstats."""
+@dataclass(frozen=True)
+class DiskCounters:
+    """One device's cumulative counters from one line of /proc/diskstats."""
+
+    reads: int  # requests completed (after merging: what the device served)
+    read_bytes: int
+    writes: int
+    write_bytes: int
+    io_ticks_ms: int  # time with at least one request in flight
+    queue_ms: int  # time in queue summed over requests (weighted)
+
+    @property
+    def bytes(self) -> Counters:
+        """Bytes read and written, as tuner.trials.diskstats counts them."""
+        return Counters(self.read_bytes, self.write_bytes)
+
+    def went_back(self, before: DiskCounters) -> bool:
+        """True when a counter is below `before`'s: the device was re-attached (or wrapped)."""
+        pairs = zip(_fields(self), _fields(before), strict=True)
+        return any(now < then for now, then in pairs)
+
+
+def _fields(c: DiskCounters) -> tuple[int, ...]:
+    return (c.reads, c.read_bytes, c.writes, c.write_bytes, c.io_ticks_ms, c.queue_ms)
+
+
+def read_counters(names: Iterable[str], path: Path = DISKSTATS) -> dict[str, DiskCounters]:
+    """The named devices found in /proc/diskstats (one read of the file); OSError passes up."""
     wanted = set(names)
-    found: dict[str, Counters] = {}
+    found: dict[str, DiskCounters] = {}
     for line in path.read_text().splitlines():
         fields = line.split()
-        # major minor name reads merged sectors_read ms writes merged sectors_written ...
-        if len(fields) >= 10 and fields[2] in wanted:
-            found[fields[2]] = Counters(int(fields[5]) * SECTOR, int(fields[9]) * SECTOR)
+        # major minor name | reads merged sectors ms | writes merged sectors ms | in-flight
+        # io_ticks time_in_queue | (discards, flushes: newer kernels)
+        if len(fields) >= 14 and fields[2] in wanted:
+            try:
+                n = [int(value) for value in fields[3:14]]
+            except ValueError:
+                continue
+            found[fields[2]] = DiskCounters(n[0], n[2] * SECTOR, n[4], n[6] * SECTOR, n[9], n[10])
     return found
+
+
+def read_diskstats(names: Iterable[str], path: Path = DISKSTATS) -> dict[str, Counters]:
+    """Bytes read and written since boot by each named device found in /proc/diskstats."""
+    return {name: c.bytes for name, c in read_counters(names, path).items()}
 
 
 def total(counters: dict[str, Counters], names: Iterable[str]) -> Counters:

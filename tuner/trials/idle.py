@@ -10,9 +10,9 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from tuner.daemon.workload import activity, read_counters
 from tuner.errors import IotunerError
-from tuner.trials.diskstats import DISKSTATS
+from tuner.trials.activity import activity
+from tuner.trials.diskstats import DISKSTATS, read_counters
 
 BUSY = "busy: still at or above"
 """Words every DevicesBusy message holds, for whoever reads it from a child's stderr."""
