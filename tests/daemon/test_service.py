@@ -26,6 +26,7 @@ import pytest
 
 from tests.daemon.loops import Loops
 from tests.daemon.plans import HELD, SIZE_MB, apply, block_plan, queue, set_queue
+from tests.nobody import run_as_nobody
 from tuner.journal import Journal
 
 pytestmark = pytest.mark.lab
@@ -216,51 +217,16 @@ def test_a_broken_config_is_refused_at_start_with_file_line_and_reason(
     assert not state.exists(), "nothing was created"
 
 
-def as_nobody(argv: list[str]) -> tuple[int, str]:
-    """Run `iotuner ARGV` in a forked child that became `nobody` (this machine's python is
-    not readable by other users, so exec'ing a new one as nobody is not an option)."""
-    from typer.testing import CliRunner
-
-    from tuner.cli import app, main
-
-    # Imports happen lazily, and nobody may not read this python's files: run the command
-    # once here, as root, so the child has all it needs in memory already.
-    CliRunner().invoke(app, [*argv[:1], "--socket", "/nonexistent/iotuner.sock"])
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        code = 1
-        try:
-            os.close(read)
-            # pytest's capture replaced sys.stdout and sys.stderr: write to the pipe itself.
-            sys.stdout = sys.stderr = os.fdopen(write, "w")
-            os.setgid(65534)
-            os.setuid(65534)
-            sys.argv = ["iotuner", *argv]
-            main()
-            code = 0
-        except SystemExit as exit_:
-            code = exit_.code if isinstance(exit_.code, int) else 1
-        except BaseException:
-            import traceback
-
-            traceback.print_exc()
-        finally:
-            sys.stderr.flush()
-            os._exit(code)
-    os.close(write)
-    with os.fdopen(read) as out:
-        said = out.read()
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), said
-
-
 def test_a_client_that_is_not_root_is_refused(
     start: Callable[..., Running], disk: str, journal_path: Path, tmp_path: Path
 ) -> None:
     apply(journal_path, block_plan(disk), tmp_path)
     daemon = start()
     assert daemon.socket.stat().st_mode & 0o777 == 0o600
-    code, said = as_nobody(["status", "--socket", str(daemon.socket)])
+    import tuner.commands.status
+    import tuner.daemon.control  # noqa: F401
+
+    code, said = run_as_nobody("status", "--socket", str(daemon.socket))
     assert code == 1, said
     assert "only root" in said and str(daemon.socket) in said
     assert daemon.status().returncode == 0, "root still gets in"

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from tests.daemon.serving import recording, serving
 from tests.daemon.test_metrics import STATE as METRICS_STATE
-from tuner.commands.status import app
+from tuner.cli import app
 from tuner.daemon.control import DaemonUnreachable
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,7 +44,8 @@ def state() -> dict[str, Any]:
 
 
 def run(*args: str) -> Any:
-    return CliRunner().invoke(app, list(args), catch_exceptions=True, env={"COLUMNS": "160"})
+    return CliRunner().invoke(app, ["status", *args], catch_exceptions=True,
+                              env={"COLUMNS": "160"})  # fmt: skip
 
 
 def test_status_shows_the_state(tmp_path: Path) -> None:
@@ -122,7 +123,7 @@ def test_no_daemon(tmp_path: Path) -> None:
 def command(*args: str) -> subprocess.CompletedProcess[str]:
     """The command as a user runs it: its own process, its stderr and exit code."""
     return subprocess.run(
-        [sys.executable, "-m", "tuner.commands.status", *args],
+        [sys.executable, "-m", "tuner.cli", "status", *args],
         capture_output=True, text=True, cwd=REPO, timeout=60, check=False,
     )  # fmt: skip
 

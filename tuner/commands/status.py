@@ -214,20 +214,3 @@ def _duration(seconds: float) -> str:
     if hours:
         return f"{hours}h {minutes:02d}m"
     return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
-
-
-app = typer.Typer(add_completion=False)
-app.command()(status)
-
-
-def main() -> None:
-    """`python -m tuner.commands.status`: the command alone, exit codes as `iotuner status`."""
-    try:
-        app()
-    except IotunerError as err:
-        Console(stderr=True).print(f"[bold red]iotuner:[/] {err}", highlight=False, soft_wrap=True)
-        sys.exit(err.exit_code)
-
-
-if __name__ == "__main__":
-    main()
