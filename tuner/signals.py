@@ -21,14 +21,12 @@ class Interrupted(BaseException):
 
 
 class Restorable(Protocol):
-    """An engine whose changes can be put back."""
+    """An engine whose changes can be put back, counting what it has put back so far."""
+
+    restored_count: int
 
     def restore(self) -> Sequence[object]:
         """Restore everything changed; returns what was restored."""
-
-
-def _interrupt(signo: int, frame: FrameType | None) -> None:
-    raise Interrupted(signo)
 
 
 @contextlib.contextmanager
@@ -36,7 +34,15 @@ def restore_on_signals(engine: Restorable) -> Iterator[None]:
     """Within the block, SIGTERM and SIGINT restore the engine's changes, print one line and
     exit with 128 + the signal's number (130 for Ctrl-C, 143 for SIGTERM), no traceback."""
     signals = (signal.SIGTERM, signal.SIGINT)
-    previous = {signo: signal.signal(signo, _interrupt) for signo in signals}
+    # What the engine had restored when the signal came: a trial's own `finally` may put its
+    # settings back on the way out, before the restore below; both count.
+    counted_at: list[int] = []
+
+    def interrupt(signo: int, frame: FrameType | None) -> None:
+        counted_at.append(engine.restored_count)
+        raise Interrupted(signo)
+
+    previous = {signo: signal.signal(signo, interrupt) for signo in signals}
     try:
         yield
     except Interrupted as stop:
@@ -45,11 +51,12 @@ def restore_on_signals(engine: Restorable) -> Iterator[None]:
             signal.signal(signo, signal.SIG_IGN)
         name = signal.Signals(stop.signo).name
         try:
-            restored = engine.restore()
+            engine.restore()
         except TunableError as err:
             print(f"iotuner: {name}, restore incomplete: {err}", file=sys.stderr)
             raise SystemExit(128 + stop.signo) from None
-        print(f"iotuner: {name}, restored {len(restored)} setting(s)", file=sys.stderr)
+        restored = engine.restored_count - counted_at[0]
+        print(f"iotuner: {name}, restored {restored} setting(s)", file=sys.stderr)
         raise SystemExit(128 + stop.signo) from None
     finally:
         for signo, handler in previous.items():

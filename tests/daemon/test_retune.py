@@ -200,31 +200,3 @@ def test_retune_waits_for_idle_runs_and_reports_its_figures(state: Path) -> None
     assert after == before, "the tune put every setting back"
     last = retune.state()
     assert last is not None and last["state"] == "finished" and not retune.busy()
-
-
-@pytest.mark.lab
-def test_terminate_in_a_trial_puts_every_setting_back(state: Path) -> None:
-    """~20 s: until a trial has changed the lab disk's queue (after the 3 baseline trials)."""
-    need_root()
-    with lab_session("single-disk") as lab:
-        name = lab.disks[0].device.removeprefix("/dev/")
-        before = queue_of(name)
-        retune = Retune()
-        retune.start("stream-read", config(lab.disks[0].device, max_seconds=120.0,
-                                           idle_seconds=0.0), [name])  # fmt: skip
-        (running,) = retune.poll(time.time(), 0.0)
-        pid = running.data["pid"]
-        end = time.monotonic() + 120
-        while queue_of(name) == before:
-            assert time.monotonic() < end, "no trial changed a setting"
-            assert retune.poll(time.time(), 0.0) == [], "the tune ended early"
-            time.sleep(0.05)
-        events = retune.terminate()
-        after = queue_of(name)
-    assert after == before
-    (stopped,) = events
-    assert stopped.data["state"] == "stopped" and stopped.data["exit"] == 143
-    assert stopped.data["restored"].startswith("iotuner: SIGTERM, restored")
-    assert "the daemon is stopping" in stopped.message
-    assert not Path(f"/proc/{pid}").exists()
-    assert retune.fileno() is None and not retune.busy()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -288,7 +289,9 @@ def test_a_trial_in_progress_leaves_the_original_values(
         assert daemon.stop() == 0
         assert queue(lab_disk) == HELD
         stops = [line for line in daemon.proc.communicate()[1].splitlines() if "retune" in line]
-        assert any("stopped" in line or "restored" in line for line in stops), stops
+        # The tune child's own last words: the trial's settings, put back on SIGTERM.
+        said = [re.search(r"SIGTERM, restored (\d+) setting", line) for line in stops]
+        assert any(m and int(m.group(1)) >= 1 for m in said), stops
         return
     import psutil
 

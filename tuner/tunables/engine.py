@@ -81,6 +81,7 @@ class TunableEngine:
         self.journal = journal
         self._open: list[_Entry] = []
         self._session: int | None = None
+        self.restored_count = 0  # values put back so far, for "restored N" after a signal
 
     # -- apply -----------------------------------------------------------------------------
 
@@ -198,6 +199,7 @@ class TunableEngine:
                         f"it reads {actual!r}"
                     )
             results.append(Restored(entry.key, entry.target, entry.saved.original, actual))
+        self.restored_count += len(results)
         if failures:
             raise TunableError("restore incomplete: " + "; ".join(failures))
         return results
