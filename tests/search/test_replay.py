@@ -5,8 +5,17 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from tests.search.synthetic import CURRENT, NR, RA, SCHED, SPACE, noisy_trial, true_mbps
-from tuner.search.optimizer import RandomOptimizer
+from tests.search.synthetic import (
+    CURRENT,
+    NR,
+    RA,
+    RECOMMENDED,
+    SCHED,
+    SPACE,
+    noisy_trial,
+    true_mbps,
+)
+from tuner.search.optimizer import RandomOptimizer, SkoptOptimizer
 from tuner.search.replay import (
     Landscape,
     grid_points,
@@ -79,3 +88,23 @@ def test_run_search_against_a_replay_counts_trials_to_reach_a_target() -> None:
     reached = trials_to_reach(asked, landscape.mean, 0.5 * optimum)
     assert reached is not None and 1 <= reached <= 40
     assert trials_to_reach(asked[:1], landscape.mean, optimum) is None
+
+
+def test_run_search_tells_the_baseline_first_and_never_asks_it_again() -> None:
+    landscape = small_landscape()
+    replayed = replay_objective(landscape, random.Random(0))
+    measured: list[dict[tuple[str, str], object]] = []
+
+    def sample(point):  # type: ignore[no-untyped-def]
+        measured.append(point)
+        return replayed(point)
+
+    baseline = SPACE.snap(CURRENT)
+    asked = run_search(SkoptOptimizer(SPACE, 0, [CURRENT, RECOMMENDED]), sample, 6,
+                       baseline=baseline)  # fmt: skip
+    # The baseline is the first of the six points, measured three times and told; the first
+    # point asked is the recommendation, and the baseline is never asked again.
+    assert len(asked) == 6 and asked[0] == baseline
+    assert measured[:3] == [baseline] * 3 and len(measured) == 8
+    assert asked[1] == SPACE.complete(RECOMMENDED, baseline)
+    assert all(point_key(p) != point_key(baseline) for p in asked[1:])

@@ -156,10 +156,23 @@ def run_search(
     sample: Callable[[Point], float],
     budget: int,
     value: Callable[[float], float] = throughput_value,
+    *,
+    baseline: Point | None = None,
+    baseline_repeats: int = 3,
 ) -> list[Point]:
-    """Ask, measure and tell `budget` times; the points in the order asked."""
+    """Ask, measure and tell `budget` times; the points in the order measured.
+
+    With `baseline`, the search starts as a tune does: the baseline measured
+    `baseline_repeats` times and told before the first ask. It counts as the first of the
+    `budget` points (so a search of 15 trials asks 14), which is what the baseline cost a
+    search that asked for it as its first point.
+    """
     asked: list[Point] = []
-    for _ in range(budget):
+    if baseline is not None and budget > 0:
+        for _ in range(baseline_repeats):
+            optimizer.tell(baseline, value(sample(baseline)))
+        asked.append(baseline)
+    while len(asked) < budget:
         point = optimizer.ask()
         optimizer.tell(point, value(sample(point)))
         asked.append(point)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from probes.hostfs import HostFS
 from tuner.facts import collect
 from tuner.facts.target import FactOptions
 from tuner.rules.engine import evaluate
 from tuner.rules.model import RuleBase, Workload
-from tuner.search.space import APP, Point, SearchSpace, Value, space_for
-from tuner.topology import Topology
+from tuner.search.space import APP, HOST, Point, SearchSpace, Value, space_for
+from tuner.topology import Machine, Topology
 from tuner.trials.fio import fio_size, writes
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import TunableError
@@ -56,18 +58,89 @@ def _app_value(key: str, value: Any, fallback: Value) -> Value:
         return fallback
 
 
+# The space varies the dirty ratios (they scale with the host, and the kernel keeps one of each
+# pair: writing a ratio zeroes its bytes twin); the rules recommend byte counts (a stream needs
+# so many MB in flight, whatever the memory). A bytes recommendation becomes its ratio twin.
+RATIO_OF_BYTES = {
+    "vm.dirty_background_bytes": "vm.dirty_background_ratio",
+    "vm.dirty_bytes": "vm.dirty_ratio",
+}
+_MEMINFO_KEYS = ("MemFree", "Active(file)", "Inactive(file)")
+
+
+def dirtyable_bytes(meminfo: str) -> int | None:
+    """The memory the kernel takes the dirty ratios of, from /proc/meminfo's text.
+
+    mm/page-writeback.c (global_dirtyable_memory) counts free pages plus the file LRU lists
+    (Active(file) + Inactive(file)) less the reserves it keeps for itself; meminfo does not show
+    those reserves (tens of MB), so this is slightly above the kernel's figure, well inside the
+    one percent a ratio can express. None when a line is missing.
+    """
+    found: dict[str, int] = {}
+    for line in meminfo.splitlines():
+        name, _, rest = line.partition(":")
+        fields = rest.split()
+        if name.strip() in _MEMINFO_KEYS and fields and fields[0].isdigit():
+            found[name.strip()] = int(fields[0]) * 1024  # meminfo counts kB (KiB)
+    if len(found) != len(_MEMINFO_KEYS):
+        return None
+    return sum(found.values())
+
+
+def host_dirtyable_bytes(topology: Topology) -> int | None:
+    """`dirtyable_bytes` of the probed host's /proc/meminfo; its MemTotal (the figure the rules'
+    facts use) when meminfo lacks the lines; None when neither is known."""
+    text = HostFS(Path(topology.root)).read("proc/meminfo")
+    found = dirtyable_bytes(text) if text is not None else None
+    if found is None:
+        found = next((m.memory_bytes for m in topology.of_type(Machine) if m.memory_bytes), None)
+    return found
+
+
+def ratio_for_bytes(value: int, dirtyable: int) -> int:
+    """The whole percentage of `dirtyable` closest to `value` bytes, at least 1.
+
+    The kernel's threshold for a ratio r is r * dirtyable / 100, so this is the ratio whose
+    threshold is nearest the byte count asked for; 0 would mean "start at once" (background)
+    or stall every writer (limit), which no byte recommendation means.
+    """
+    if dirtyable <= 0:
+        raise ValueError(f"dirtyable memory {dirtyable}: must be positive")
+    return max(1, round(value * 100 / dirtyable))
+
+
 def recommended_points(
-    base: RuleBase, topology: Topology, workload: Workload, space: SearchSpace, current: Point
+    base: RuleBase,
+    topology: Topology,
+    workload: Workload,
+    space: SearchSpace,
+    current: Point,
+    dirtyable: int | None = None,
 ) -> list[Point]:
-    """The rule base's recommendations for this host and workload, as one point of the space."""
+    """The rule base's recommendations for this host and workload, as one point of the space.
+
+    A recommended vm.dirty_*_bytes goes into its ratio dimension as `ratio_for_bytes` of
+    `dirtyable` (default: `host_dirtyable_bytes(topology)`); a ratio recommended outright wins
+    over a translated one.
+    """
     result = evaluate(base, collect(topology, FactOptions(live=True)), workload.name)
     names = set(space.names())
-    suggested = dict(current)
+    named: dict[tuple[str, str], Value] = {}
+    translated: dict[tuple[str, str], Value] = {}
     for finding in result.findings:
         for setting in finding.settings:
             slot = (setting.key, setting.target)
-            if slot in names and setting.value is not None:
-                suggested[slot] = setting.value
+            ratio = (RATIO_OF_BYTES.get(setting.key, ""), HOST)
+            if setting.value is None:
+                continue
+            if slot in names:
+                named[slot] = setting.value
+            elif ratio in names:
+                if dirtyable is None:
+                    dirtyable = host_dirtyable_bytes(topology)
+                if dirtyable:
+                    translated[ratio] = ratio_for_bytes(int(setting.value), dirtyable)
+    suggested = {**current, **translated, **named}
     if suggested == current:
         return []
     return [space.repair(space.snap(suggested))]

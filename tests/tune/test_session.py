@@ -1,0 +1,57 @@
+"""A tune on a real loop device: the baseline's repeats are told, never asked for again."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.loopdev import loop_device
+from tuner.journal import Journal
+from tuner.rulebase import load_rule_base
+from tuner.search.space import Dimension, SearchSpace
+from tuner.trials.targets import TrialTarget
+from tuner.tunables.engine import TunableEngine
+from tuner.tune.session import Tune, TuneConfig, _with_rules
+from tuner.tune.setup import current_point
+
+
+@pytest.mark.lab
+def test_the_search_spends_no_trial_on_the_baseline_it_already_measured(state: Path) -> None:
+    # About 15 s: 2 baseline, 3 search and 4 confirmation trials of 1 s (plus fio start-up and
+    # a cache drop each) on a /dev/shm loop device.
+    workload = load_rule_base().workload("stream-read")
+    assert workload is not None
+    with loop_device(128) as name:
+        subprocess.run(["dd", "if=/dev/urandom", f"of=/dev/{name}", "bs=1M", "count=128",
+                        "status=none"], check=True)  # fmt: skip
+        ra = ("block.read_ahead_kb", name)
+        space = SearchSpace((Dimension(ra[0], name, "int", 128, 65536, log=True, step=4),))
+        before = Path(f"/sys/block/{name}/queue/read_ahead_kb").read_text().strip()
+        config = TuneConfig(budget=3, runtime_s=1.0, ramp_s=0.0, baseline_repeats=2,
+                            confirm_rounds=2, top_k=1)  # fmt: skip
+        with Journal() as journal, TunableEngine(Path("/"), journal) as engine:
+            baseline = current_point(space, engine.tunables, workload)
+            recommended = {ra: 8192 if baseline[ra] != 8192 else 4096}
+            target = TrialTarget.device(f"/dev/{name}")
+            result = Tune(target, workload, space, engine, config).run(baseline, [recommended])
+        after = Path(f"/sys/block/{name}/queue/read_ahead_kb").read_text().strip()
+    phases = [t.phase for t in result.trials]
+    assert phases[:2] == ["baseline", "baseline"]
+    searched = [t for t in result.trials if t.phase in ("initial", "search")]
+    # Three budget trials, the first the recommendation, none of them the baseline again.
+    assert len(searched) == 3
+    assert (searched[0].phase, searched[0].settings) == ("initial", recommended)
+    assert all(t.settings != baseline for t in searched)
+    assert after == before
+
+
+def test_confirmation_keeps_a_slot_for_the_rules_point_one_trial_ranked_low() -> None:
+    dev = "loop0"
+    ra = ("block.read_ahead_kb", dev)
+    base, rules, best, second = ({ra: v} for v in (128, 4096, 8192, 16384))
+    assert _with_rules([best, second], [rules], base) == [best, rules]
+    assert _with_rules([rules, best], [rules], base) == [rules, best]  # ranked: left alone
+    assert _with_rules([best, second], [base], base) == [best, second]  # nothing to add
+    assert _with_rules([best], [rules], base) == [best]  # one slot: the best keeps it
