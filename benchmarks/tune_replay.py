@@ -2,8 +2,10 @@
 
 Each replayed trial returns one of the recorded repeats of the grid point nearest to the point
 asked, so the real shape and the real noise are kept. Both searches start as a tune does: the
-current settings, then the rules' recommendations (both stored with the landscape), then their
-own choices (a Latin hypercube and the Gaussian process for iotuner, uniform draws for random).
+current settings measured three times and told (they count as the first of the 15 trials), then
+the rules' recommendations (stored with the landscape), then their own choices (a Latin
+hypercube and the Gaussian process for iotuner, uniform draws for random). A third run,
+iotuner without the rules' point, shows what the recommendations are worth.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ Factory = Callable[[SearchSpace, int, list[Point]], Optimizer]
 OPTIMIZERS: dict[str, Factory] = {
     "iotuner": lambda space, seed, initial: SkoptOptimizer(space, seed, initial),
     "random": lambda space, seed, initial: RandomOptimizer(space, seed, initial),
+    "no-rules": lambda space, seed, initial: SkoptOptimizer(space, seed, initial[:1]),
 }
+BASELINE_REPEATS = 3  # TuneConfig.baseline_repeats
 
 
 @dataclass(frozen=True)
@@ -67,9 +71,11 @@ def replay(
         reached: list[int | None] = []
         best: list[float] = []
         for seed in range(seeds):
-            optimizer = factory(landscape.space, seed, initial_points(landscape))
+            initial = initial_points(landscape)
+            optimizer = factory(landscape.space, seed, initial)
             sample = replay_objective(landscape, random.Random(seed))
-            asked = run_search(optimizer, sample, budget)
+            asked = run_search(optimizer, sample, budget, baseline=landscape.space.snap(initial[0]),
+                               baseline_repeats=BASELINE_REPEATS)  # fmt: skip
             reached.append(trials_to_reach(asked, landscape.mean, target * optimum))
             best.append(max(landscape.mean(p) for p in asked) / optimum)
         results.append(ReplayResult(name, tuple(reached), tuple(best)))

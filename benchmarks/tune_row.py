@@ -51,7 +51,7 @@ class Plan:
     """How hard to measure: side-by-side rounds, grid passes, trial length, grid levels."""
 
     repeats: int = 3
-    grid_repeats: int = 1
+    grid_repeats: int = 2
     runtime_s: float = 4.0
     ramp_s: float = 1.0
     quick: bool = False
@@ -94,13 +94,17 @@ def trial_target(lab: Lab, workload: Workload, plan: Plan) -> Iterator[TrialTarg
         yield target
 
 
-def grid_levels(space: SearchSpace, workload: Workload, quick: bool) -> dict[Setting, list[Value]]:
+def grid_levels(
+    space: SearchSpace, workload: Workload, quick: bool, baseline: Point
+) -> dict[Setting, list[Value]]:
     """A few values per dimension and every scheduler, the host's defaults among them.
 
-    Reads get four readahead levels (the setting that decides them), writes two. The small
-    max_sectors_kb level is 256, not the domain's 64: on a 200-IOPS lab disk a write trial
-    at 128 KB requests flushes at 25 MB/s and takes three times as long. --quick keeps one
-    level of nr_requests and of vm.dirty_ratio (40, TuneD's).
+    Reads get four readahead levels (the setting that decides them; --quick: two). Writes keep
+    the baseline's readahead only: a writer never reads ahead (the previous quick run's gaps
+    between 128 and 4096 KB on its write grids were single-sample noise), so a second level
+    only doubled the grid. The small max_sectors_kb level is 256, not the domain's 64: on a
+    200-IOPS lab disk a write trial at 128 KB requests flushes at 25 MB/s and takes three
+    times as long. --quick keeps one level of nr_requests and of vm.dirty_ratio (40, TuneD's).
     """
     write = writes(workload.fio)
     levels: dict[Setting, list[Value]] = {}
@@ -108,8 +112,10 @@ def grid_levels(space: SearchSpace, workload: Workload, quick: bool) -> dict[Set
         values: list[Value]
         if dim.kind == "categorical":
             values = list(dim.choices)
+        elif dim.key == "block.read_ahead_kb" and write:
+            values = [baseline[dim.name]]
         elif dim.key == "block.read_ahead_kb":
-            values = [128, 4096] if quick or write else [128, 1024, 4096, 16384]
+            values = [128, 4096] if quick else [128, 1024, 4096, 16384]
         elif dim.key == "block.nr_requests":
             values = [128] if quick else [16, 128]
         elif dim.key == "block.max_sectors_kb":
@@ -231,7 +237,7 @@ class Row:
         tuned = session.run(baseline, suggested)
         ours: Settings = dict(tuned.best_settings if tuned.chosen else tuned.baseline_settings)
 
-        levels = grid_levels(space, self.workload, self.plan.quick)
+        levels = grid_levels(space, self.workload, self.plan.quick, baseline)
         grid = grid_points(space, levels)
         self.log(f"  grid: {len(grid)} points x {self.plan.grid_repeats} pass(es)")
         landscape = Landscape.record(
