@@ -27,7 +27,7 @@ def _run(state: Path, devices: list[str], runtime: str) -> dict[str, Any]:
 
 def test_three_disks_plateau_at_the_bus_cap(state: Path) -> None:
     with lab_session("three-disks-one-bus") as lab:
-        doc = _run(state, [d.device for d in lab.disks], "3")
+        doc = _run(state, [d.device for d in lab.disks], "2")
         bus = lab.buses[0].device.removeprefix("/dev/")
     (group,) = doc["groups"]
     plateau = group["plateau"]

@@ -1,4 +1,8 @@
-"""`iotuner tune` for real: the lab's main job, a device, kill -9 mid-tune, bad input."""
+"""`iotuner tune` for real: the lab's main job, kill -9 mid-tune, bad input.
+
+That a finished tune leaves its device as it found it is checked on the --app-params tune
+(tests/commands/test_tune_options.py): it changes the most settings.
+"""
 
 from __future__ import annotations
 
@@ -28,8 +32,11 @@ def test_main_job_tunes_the_lab_and_leaves_nothing(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root")
     plan = tmp_path / "plan.yaml"
-    result = iotuner("tune", "--budget", "5", "--runtime", "2", "--json", "--plan-out", str(plan),
-                     state=tmp_path / "state")  # fmt: skip
+    # The smallest tune: --time 1 ends the search after its first point (10 trials, not 15);
+    # nothing here depends on how many it tried. That the budget bounds the search is checked
+    # on the --app-params tune (tests/commands/test_tune_options.py).
+    result = iotuner("tune", "--budget", "3", "--runtime", "1", "--time", "1", "--json",
+                     "--plan-out", str(plan), state=tmp_path / "state")  # fmt: skip
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["workload"] == "stream-read"
@@ -37,25 +44,23 @@ def test_main_job_tunes_the_lab_and_leaves_nothing(tmp_path: Path) -> None:
     assert doc["ci"][0] <= doc["gain"] <= doc["ci"][1]
     phases = {t["phase"] for t in doc["trials"]}
     assert {"baseline", "confirm"} <= phases
-    assert len([t for t in doc["trials"] if t["phase"] in ("initial", "search")]) <= 5
-    # The lab is gone and the plan says what the tune measured.
+    assert 1 <= len([t for t in doc["trials"] if t["phase"] in ("initial", "search")]) <= 3
+    # The lab is gone (its disk no longer a lab's; other labs may be up on a shared machine)
+    # and the plan says what the tune measured.
+    assert not (tmp_path / "state" / "lab.json").exists()
     loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
-    assert "iotuner-lab" not in loops
+    disk = [line for line in loops.splitlines() if line.startswith(f"{doc['target']}:")]
+    assert not [line for line in disk if "iotuner-lab" in line], disk
     assert "source: tune" in plan.read_text()
 
 
 @pytest.mark.lab
-def test_tune_restores_the_device_and_kill_9_is_rolled_back(tmp_path: Path) -> None:
+def test_kill_9_mid_tune_is_rolled_back(tmp_path: Path) -> None:
     with loop_device(256) as name:
         subprocess.run(["dd", "if=/dev/urandom", f"of=/dev/{name}", "bs=1M", "count=256",
                         "status=none"], check=True)  # fmt: skip
         before = queue_of(name)
         state = tmp_path / "state"
-        result = iotuner("tune", "--target", f"/dev/{name}", "--budget", "3", "--runtime", "1",
-                         "--json", state=state)  # fmt: skip
-        assert result.returncode == 0, result.stderr
-        assert queue_of(name) == before, "a finished tune leaves the device as it found it"
-
         env = {**os.environ, "IOTUNER_STATE_DIR": str(state)}
         child = subprocess.Popen(
             [sys.executable, "-m", "tuner.cli", "tune", "--target", f"/dev/{name}",
