@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.daemon.loops import Loops
-from tests.daemon.test_plan_hold import HELD, SIZE_MB, apply, block_plan, queue, set_queue
+from tests.daemon.plans import HELD, SIZE_MB, apply, block_plan, queue, set_queue
 from tuner.apply import changeset
 from tuner.daemon.events import Event
 from tuner.daemon.hotplug import HotplugMonitor, default_source
@@ -73,6 +73,8 @@ def test_a_disk_of_a_held_disks_class_gets_its_plan_within_seconds(
     holder = holding(journal_path, tmp_path, held_dev)
     started = time.monotonic()
     new = loops.attach(lab, SIZE_MB)
+    # A reused loop number keeps the queue its last user left, maybe the plan's own values.
+    set_queue(new, "read_ahead_kb", 128)
     events: list[Event] = []
     for action, name in wait_for(monitor, new):
         events += holder.device_event(action, name)
