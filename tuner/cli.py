@@ -33,7 +33,7 @@ app = typer.Typer(
     help="Bring a Linux host's real I/O throughput close to what its hardware can deliver.",
     no_args_is_help=True,
     add_completion=False,
-    rich_markup_mode="rich",
+    rich_markup_mode="markdown",
 )
 app.command(name="probe")(probe.probe)
 app.command(name="advise")(advise.advise)
