@@ -116,7 +116,8 @@ def tune(
         engine = stack.enter_context(TunableEngine(Path("/"), journal))
         stack.enter_context(restore_on_signals(engine))
         baseline = current_point(space, engine.tunables, chosen)
-        suggested = recommended_points(base, topology, chosen, space, baseline)
+        suggested = recommended_points(base, topology, chosen, space, baseline,
+                                       read_devices=trial_target.raw_devices)  # fmt: skip
         view = stack.enter_context(TuneView(console, budget, enabled=console.is_terminal))
         gate = _idle_gate(trial_target.devices, idle_below, console)
         session = Tune(trial_target, chosen, space, engine, config, on_trial=view.trial,
