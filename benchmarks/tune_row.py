@@ -225,7 +225,8 @@ class Row:
         topology = probe_host(HostFS("/"))
         space = tune_space(topology, self.target.devices, self.workload, app=False)
         baseline = current_point(space, self.engine.tunables, self.workload)
-        suggested = recommended_points(self.base, topology, self.workload, space, baseline)
+        suggested = recommended_points(self.base, topology, self.workload, space, baseline,
+                                       read_devices=self.target.raw_devices)  # fmt: skip
         self.log(f"  space: {', '.join(f'{k}@{t}' for k, t in space.names())}")
         # DESIGN.md: the first (write) trial on a fresh lab runs slow; it is not counted.
         self.measure({}, "warm-up")

@@ -34,7 +34,7 @@ from tuner.tunables.engine import TunableEngine
 
 # Short trials: the disk is capped at 100 MB/s and 200 IOPS, so the differences measured here
 # are about twofold and one second tells them apart.
-CONFIG = MeasureConfig(repeats=3, runtime_s=1.0, ramp_s=0.5)
+CONFIG = MeasureConfig(repeats=3, runtime_s=1.0, ramp_s=0.0)
 KEYS = ("block.read_ahead_kb", "block.max_sectors_kb")
 
 
@@ -162,5 +162,5 @@ def test_a_failure_after_the_apply_rolls_it_back(disk: tuple[str, str]) -> None:
         with pytest.raises(KeyboardInterrupt):
             measured_apply(plan, None, lambda: engine.apply({("block.read_ahead_kb", name): 4096}),
                            engine.restore, on_trial=interrupt,
-                           config=MeasureConfig(repeats=2, runtime_s=1.0, ramp_s=0.5))  # fmt: skip
+                           config=MeasureConfig(repeats=2, runtime_s=1.0, ramp_s=0.0))  # fmt: skip
         assert values(name) == before

@@ -171,7 +171,7 @@ def test_measure_rolls_back_an_apply_that_made_the_workload_worse(
             {"key": "block.max_sectors_kb", "target": name, "value": 4},
         ])  # fmt: skip
         result = iotuner("apply", str(plan), "--measure", "--target", device, "--repeats", "2",
-                         "--runtime", "1", "--conf-root", str(conf), "--json",
+                         "--runtime", "1", "--ramp", "0", "--conf-root", str(conf), "--json",
                          state=state)  # fmt: skip
         assert result.returncode == 1, result.stderr
         assert "stream-read got worse" in result.stderr and "rolled back" in result.stderr

@@ -35,8 +35,8 @@ def test_main_job_tunes_the_lab_and_leaves_nothing(tmp_path: Path) -> None:
     # The smallest tune: --time 1 ends the search after its first point (10 trials, not 15);
     # nothing here depends on how many it tried. That the budget bounds the search is checked
     # on the --app-params tune (tests/commands/test_tune_options.py).
-    result = iotuner("tune", "--budget", "3", "--runtime", "1", "--time", "1", "--json",
-                     "--plan-out", str(plan), state=tmp_path / "state")  # fmt: skip
+    result = iotuner("tune", "--budget", "3", "--runtime", "1", "--ramp", "0", "--time", "1",
+                     "--json", "--plan-out", str(plan), state=tmp_path / "state")  # fmt: skip
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["workload"] == "stream-read"

@@ -36,7 +36,7 @@ def test_trials_wait_for_an_idle_device_and_move_at_most_the_cap(tmp_path: Path)
         try:
             time.sleep(0.5)
             result = iotuner("tune", "--target", device, "--budget", "3", "--runtime", "1",
-                             "--time", "1",
+                             "--ramp", "0", "--time", "1",
                              "--idle-below", "10", "--io-cap", str(CAP_MB), "--json",
                              state=tmp_path / "state")  # fmt: skip
         finally:
@@ -52,7 +52,14 @@ def test_trials_wait_for_an_idle_device_and_move_at_most_the_cap(tmp_path: Path)
 
 
 @pytest.mark.parametrize(
-    ("option", "value"), [("--idle-below", "0"), ("--idle-below", "101"), ("--io-cap", "0")]
+    ("option", "value"),
+    [
+        ("--idle-below", "0"),
+        ("--idle-below", "101"),
+        ("--io-cap", "0"),
+        ("--ramp", "-1"),
+        ("--ramp", "61"),
+    ],
 )
 def test_bounds_out_of_range_are_bad_input(option: str, value: str) -> None:
     result = iotuner("tune", "--target", "/dev/null", option, value)

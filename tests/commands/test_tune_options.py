@@ -54,8 +54,9 @@ def tune(tmp_path: Path, *args: str) -> tuple[dict[str, Any], Path]:
     if os.geteuid() != 0:
         pytest.skip("needs root")
     plan = tmp_path / "plan.yaml"
-    result = iotuner("tune", *args, "--budget", "3", "--runtime", "1", "--json",
-                     "--plan-out", str(plan), state=tmp_path / "state", timeout=180)  # fmt: skip
+    result = iotuner("tune", *args, "--budget", "3", "--runtime", "1", "--ramp", "0",
+                     "--json", "--plan-out", str(plan), state=tmp_path / "state",
+                     timeout=180)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert not (tmp_path / "state" / "lab.json").exists(), "the lab is torn down"
     return json.loads(result.stdout), plan

@@ -173,6 +173,21 @@ def test_relatime_still_updates_atime() -> None:
     assert targets(host, "disk")["sda"].facts["mounted"] is True
 
 
+def test_reads_enter_where_mounted_or_where_the_workload_reads_the_device_itself() -> None:
+    host = Host()
+    sas_hba_with_disks(host, disks=3)
+    host.partition("sda1", "sda", 1 * MIB)
+    host.mounts.append(Mount("/dev/sda1", "/srv", "ext4", ("rw",), "sda1"))
+    options = FactOptions(read_devices=frozenset({"sdb"}))
+    disks = {t.name: t.facts for t in collect(host.build(), options)["disk"]}
+    assert [(d["reads_enter"], d["entry"]) for d in (disks["sda"], disks["sdb"], disks["sdc"])] == [
+        (True, "holding a mounted file system"),
+        (True, "read directly by the workload"),
+        (False, None),
+    ]
+    assert disks["sdb"]["mounted"] is False
+
+
 def test_xfs_geometry_is_read_only_on_the_live_host_and_compared_to_the_array() -> None:
     host = raid5_host()
     host.mounts.append(Mount("/dev/md0", "/data", "xfs", ("rw",), "md0"))

@@ -198,7 +198,9 @@ def test_canary_tunes_once_and_the_group_gets_its_plan(
         stack.callback(roll_back, hosts)
         group = fingerprint_of(disks[0])
         assert {fingerprint_of(d) for d in disks} == {group}
-        done = run_fleet(tmp_path, hosts, iotuner_tune_args=["--budget", "3", "--runtime", "1"])
+        done = run_fleet(
+            tmp_path, hosts, iotuner_tune_args=["--budget", "3", "--runtime", "1", "--ramp", "0"]
+        )
         assert done.returncode == 0, output(done)
 
         # One tune, on the first host of the group; its plan fetched to the controller.

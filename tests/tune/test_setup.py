@@ -96,3 +96,21 @@ def test_write_tunes_start_from_the_rules_bytes_as_ratios(big_memory: Path) -> N
     assert recommended_vm(big_memory, "stream-write") == [{BG: 1, DIRTY: 5}]
     # A reading workload gets no writeback recommendation.
     assert recommended_vm(big_memory, "stream-read") == []
+
+
+def test_a_device_read_directly_gets_the_readahead_rule(tmp_path: Path) -> None:
+    # sda is an md member, not mounted: advise leaves its readahead alone (reads enter at md0);
+    # a tune reading sda itself starts from the rules' readahead for it.
+    build_scenario("readahead-128k", tmp_path)
+    topology = probe_host(HostFS(tmp_path))
+    queue = topology.block_device("sda").queue
+    assert queue is not None and queue.read_ahead_kb == 128
+    space = space_for({"sda": queue}, keys=["block.read_ahead_kb"])
+    current = {("block.read_ahead_kb", "sda"): 128}
+    found = load_rule_base().workload("stream-read")
+    assert found is not None
+    base = load_rule_base()
+    assert recommended_points(base, topology, found, space, current) == []
+    assert recommended_points(base, topology, found, space, current, read_devices=["sda"]) == [
+        {("block.read_ahead_kb", "sda"): 4096}
+    ]

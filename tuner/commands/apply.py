@@ -72,6 +72,12 @@ def apply(
     runtime: Annotated[
         float, typer.Option(help="With --measure: seconds measured per trial.", min=1)
     ] = 4.0,
+    ramp: Annotated[
+        float,
+        typer.Option(
+            help="With --measure: seconds each trial runs before it is measured.", min=0, max=60
+        ),
+    ] = 1.0,
 ) -> None:
     """Apply a plan: udev rules, a sysctl.d file and a boot unit, and the live values at once.
 
@@ -102,7 +108,7 @@ def apply(
             # The daemon does not re-apply the plan it holds while another one goes on.
             held.enter_context(changes_lock())
         run, result, measured = _run(parsed, target, run_once, measure, repeats, runtime,
-                                     destroy_data)  # fmt: skip
+                                     ramp, destroy_data)  # fmt: skip
     diffs = list(_diffs(run.tasks, check)) if diff else []
     if as_json:
         doc = {
@@ -134,6 +140,7 @@ def _run(
     measure: bool,
     repeats: int,
     runtime: float,
+    ramp: float,
     destroy_data: bool,
 ) -> tuple[PlaybookRun, Outcome, dict[str, Any] | None]:
     """Apply once, or with --measure: measure, apply, measure, roll back if worse."""
@@ -142,7 +149,7 @@ def _run(
         return run, result, None
     from tuner.apply.measure import MeasureConfig, measured_apply, measurement_document
 
-    config = MeasureConfig(repeats=repeats, runtime_s=runtime)
+    config = MeasureConfig(repeats=repeats, runtime_s=runtime, ramp_s=ramp)
     done = measured_apply(parsed, target, lambda: _applied(run_once()),
                           _undo_latest, config=config,
                           destroy_data=destroy_data)  # fmt: skip

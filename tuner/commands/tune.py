@@ -63,6 +63,12 @@ def tune(
         typer.Option(help="A device whose data may be destroyed: write trials go to it."),
     ] = None,
     runtime: Annotated[float, typer.Option(help="Seconds measured per trial.", min=1)] = 3.0,
+    ramp: Annotated[
+        float,
+        typer.Option(
+            help="Seconds each trial runs before it is measured (fio ramp_time).", min=0, max=60
+        ),
+    ] = 1.0,
     seed: Annotated[int, typer.Option(help="Seed of the search.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     plan_out: Annotated[Path | None, typer.Option(help="Write the result as a plan.")] = None,
@@ -99,8 +105,8 @@ def tune(
     from tuner.tune.session import Tune, TuneConfig
 
     cap = None if io_cap is None else io_cap * 10**6
-    config = TuneConfig(budget=budget, time_s=time_s, runtime_s=runtime, objective=objective,
-                        seed=seed, io_cap_bytes=cap)  # fmt: skip
+    config = TuneConfig(budget=budget, time_s=time_s, runtime_s=runtime, ramp_s=ramp,
+                        objective=objective, seed=seed, io_cap_bytes=cap)  # fmt: skip
     console = Console(stderr=as_json)
     with ExitStack() as stack:
         trial_target = stack.enter_context(_target(target, destroy_data, chosen, console))
@@ -110,7 +116,8 @@ def tune(
         engine = stack.enter_context(TunableEngine(Path("/"), journal))
         stack.enter_context(restore_on_signals(engine))
         baseline = current_point(space, engine.tunables, chosen)
-        suggested = recommended_points(base, topology, chosen, space, baseline)
+        suggested = recommended_points(base, topology, chosen, space, baseline,
+                                       read_devices=trial_target.raw_devices)  # fmt: skip
         view = stack.enter_context(TuneView(console, budget, enabled=console.is_terminal))
         gate = _idle_gate(trial_target.devices, idle_below, console)
         session = Tune(trial_target, chosen, space, engine, config, on_trial=view.trial,

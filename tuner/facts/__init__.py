@@ -27,7 +27,7 @@ def collect(topology: Topology, options: FactOptions | None = None) -> dict[str,
     ix = TopologyIndex(topology)
     found: dict[str, list[Target]] = {
         "host": [host_target(ix, options)],
-        **storage_targets(ix, options.live),
+        **storage_targets(ix, options.live, read_devices=options.read_devices),
         "pci_function": pci_function_targets(ix),
         "path": path_targets(ix),
         "irq_device": irq_device_targets(ix),

@@ -65,6 +65,10 @@ FACTS: dict[str, dict[str, str]] = {
         "behind_raid_controller": "True when its controller is a RAID controller (class 0104)",
         "member_count": "devices it is built on (md/dm members; 0 for plain disks)",
         "mounted": "True when it or one of its partitions is mounted",
+        "reads_enter": "True when reads enter the storage stack here: mounted, or read directly "
+        "by the workload (tune --target DEVICE)",
+        "entry": "how reads reach it, for evidence: 'holding a mounted file system' or "
+        "'read directly by the workload'",
     },
     "array": {
         # Striped or parity sets: md arrays and multi-device btrfs.

@@ -138,8 +138,10 @@ def is_data_disk(dev: BlockDevice) -> bool:
     return dev.loop is None or dev.loop.backing_file is not None
 
 
-def disk_facts(ix: TopologyIndex, dev: BlockDevice, mounted: set[str]) -> dict[str, object]:
-    """The catalogue's facts of one whole device."""
+def disk_facts(
+    ix: TopologyIndex, dev: BlockDevice, mounted: set[str], read: frozenset[str] = frozenset()
+) -> dict[str, object]:
+    """The catalogue's facts of one whole device; `read`: devices the workload reads directly."""
     queue = dev.queue
     controller = ix.controller.get(dev.name)
     members = len(ix.lower(dev.name, "member")) + len(ix.lower(dev.name, "dm"))
@@ -170,7 +172,16 @@ def disk_facts(ix: TopologyIndex, dev: BlockDevice, mounted: set[str]) -> dict[s
         and controller.class_code >> 8 == _RAID_CONTROLLER_CLASS,
         "member_count": members,
         "mounted": dev.name in mounted,
+        "reads_enter": dev.name in mounted or dev.name in read,
+        "entry": _entry(dev.name, mounted, read),
     }
+
+
+def _entry(name: str, mounted: set[str], read: frozenset[str]) -> str | None:
+    """How reads reach the device, for evidence lines; None when they do not start there."""
+    if name in mounted:
+        return "holding a mounted file system"
+    return "read directly by the workload" if name in read else None
 
 
 def mounted_devices(ix: TopologyIndex) -> set[str]:
@@ -231,15 +242,20 @@ def storage_targets(
     ix: TopologyIndex,
     live: bool,
     xfs_reader: Callable[[str], XfsGeometry | None] = read_xfs_geometry,
+    *,
+    read_devices: frozenset[str] = frozenset(),
 ) -> dict[str, list[Target]]:
-    """Disk, array, partition and mount targets; xfs_info runs only on the live host."""
+    """Disk, array, partition and mount targets; xfs_info runs only on the live host.
+
+    `read_devices`: whole devices the workload reads without a file system (FactOptions).
+    """
     found, arrays = find_arrays(ix)
     mounted = mounted_devices(ix)
     disks: list[Target] = []
     partitions: list[Target] = []
     for dev in ix.blocks:
         if is_data_disk(dev):
-            disks.append(Target("disk", dev.name, disk_facts(ix, dev, mounted)))
+            disks.append(Target("disk", dev.name, disk_facts(ix, dev, mounted, read_devices)))
         elif dev.kind == "partition":
             facts = partition_facts(ix, dev, array_under(ix, arrays, dev))
             partitions.append(Target("partition", dev.name, facts))

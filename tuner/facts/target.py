@@ -21,3 +21,6 @@ class FactOptions:
     link_gbps: float | None = None
     rtt_ms: float | None = None
     live: bool = False
+    # Whole devices the workload reads without a file system (tune --target DEVICE): reads
+    # enter the stack there, as they do on a mounted device.
+    read_devices: frozenset[str] = frozenset()

@@ -55,6 +55,11 @@ class TrialTarget:
         return self.directory is not None
 
     @property
+    def raw_devices(self) -> tuple[str, ...]:
+        """The devices fio reads itself, not through a file system (a device target's)."""
+        return () if self.is_scratch else self.devices
+
+    @property
     def scratch_prefix(self) -> str:
         """The name prefix of every file this process makes in the scratch directory."""
         return f"{SCRATCH_PREFIX}-{os.getpid()}"

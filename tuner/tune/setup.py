@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -116,14 +117,17 @@ def recommended_points(
     space: SearchSpace,
     current: Point,
     dirtyable: int | None = None,
+    read_devices: Collection[str] = (),
 ) -> list[Point]:
     """The rule base's recommendations for this host and workload, as one point of the space.
 
-    A recommended vm.dirty_*_bytes goes into its ratio dimension as `ratio_for_bytes` of
-    `dirtyable` (default: `host_dirtyable_bytes(topology)`); a ratio recommended outright wins
-    over a translated one.
+    `read_devices`: devices the trials read without a file system (a device target); the rules
+    take reads to enter there, as on a mounted device. A recommended vm.dirty_*_bytes goes
+    into its ratio dimension as `ratio_for_bytes` of `dirtyable` (default:
+    `host_dirtyable_bytes(topology)`); a ratio recommended outright wins over a translated one.
     """
-    result = evaluate(base, collect(topology, FactOptions(live=True)), workload.name)
+    options = FactOptions(live=True, read_devices=frozenset(read_devices))
+    result = evaluate(base, collect(topology, options), workload.name)
     names = set(space.names())
     named: dict[tuple[str, str], Value] = {}
     translated: dict[tuple[str, str], Value] = {}
