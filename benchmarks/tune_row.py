@@ -29,7 +29,12 @@ from tuner.trials.fio import writes
 from tuner.tunables.engine import TunableEngine
 from tuner.tune.result import TrialRecord
 from tuner.tune.session import Tune, TuneConfig, trial_with
-from tuner.tune.setup import current_point, recommended_points, tune_space
+from tuner.tune.setup import (
+    current_point,
+    host_dirtyable_bytes,
+    recommended_points,
+    tune_space,
+)
 
 MiB = 1 << 20
 # Reads on the stripe go through btrfs to a scratch file: 2 GiB holds what a trial reads at
@@ -223,10 +228,11 @@ class Row:
         budget, runtime = tune_defaults()
         budget = self.plan.tune_budget or budget
         topology = probe_host(HostFS("/"))
-        space = tune_space(topology, self.target.devices, self.workload, app=False)
-        baseline = current_point(space, self.engine.tunables, self.workload)
+        dirtyable = host_dirtyable_bytes(topology)
+        space = tune_space(topology, self.target.devices, self.workload, False, dirtyable)
+        baseline = current_point(space, self.engine.tunables, self.workload, dirtyable)
         suggested = recommended_points(self.base, topology, self.workload, space, baseline,
-                                       read_devices=self.target.raw_devices)  # fmt: skip
+                                       dirtyable, read_devices=self.target.raw_devices)  # fmt: skip
         self.log(f"  space: {', '.join(f'{k}@{t}' for k, t in space.names())}")
         # DESIGN.md: the first (write) trial on a fresh lab runs slow; it is not counted.
         self.measure({}, "warm-up")

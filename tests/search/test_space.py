@@ -43,6 +43,12 @@ def test_space_for_a_loop_device_and_the_host() -> None:
     assert space.none_depth == {"loop3": 128}
 
 
+def test_dirty_ratios_are_searched_on_a_log_scale() -> None:
+    dims = dims_by_key(space_for({}, VM))
+    assert dims["vm.dirty_ratio"].log and dims["vm.dirty_background_ratio"].log
+    assert {dims["vm.dirty_ratio"].snap(v) for v in (5, 10, 20, 40, 80)} == {5, 10, 20, 40, 80}
+
+
 def test_nr_requests_stays_under_the_hardware_depth_when_none_is_the_only_scheduler() -> None:
     queue = QueueSettings(scheduler="none", schedulers=("none",), nr_requests=64)
     dims = dims_by_key(space_for({"nvme0n1": queue}, keys=["block.nr_requests"]))

@@ -13,7 +13,14 @@ from tuner.rulebase import load_rule_base
 from tuner.rules.model import Workload
 from tuner.search.space import APP, HOST, SearchSpace, app_dimensions, space_for
 from tuner.tunables.access import Tunables
-from tuner.tune.setup import current_point, dirtyable_bytes, ratio_for_bytes, recommended_points
+from tuner.tune.setup import (
+    current_point,
+    dirtyable_bytes,
+    host_dirtyable_bytes,
+    ratio_for_bytes,
+    recommended_points,
+    tune_space,
+)
 
 SPACE = SearchSpace(tuple(app_dimensions()))
 
@@ -114,3 +121,23 @@ def test_a_device_read_directly_gets_the_readahead_rule(tmp_path: Path) -> None:
     assert recommended_points(base, topology, found, space, current, read_devices=["sda"]) == [
         {("block.read_ahead_kb", "sda"): 4096}
     ]
+
+
+def test_a_host_on_dirty_bytes_is_measured_at_those_thresholds(tmp_path: Path) -> None:
+    # The kernel reads a ratio as 0 while its bytes twin rules. Taken literally the baseline
+    # would be bg 1 % / dirty 2 % (the repair of 0/0), a host nobody runs.
+    build_scenario("dirty-defaults-big-memory", tmp_path)
+    vm = tmp_path / "proc" / "sys" / "vm"
+    for name, value in (("dirty_ratio", 0), ("dirty_background_ratio", 0),
+                        ("dirty_bytes", GIB), ("dirty_background_bytes", 256 << 20)):  # fmt: skip
+        (vm / name).write_text(f"{value}\n")
+    (tmp_path / "proc" / "meminfo").write_text(MEMINFO)
+    topology = probe_host(HostFS(tmp_path))
+    dirtyable = host_dirtyable_bytes(topology)
+    assert dirtyable == 6 * GIB
+    write = load_rule_base().workload("stream-write")
+    assert write is not None
+    space = tune_space(topology, ("sda",), write, False, dirtyable)
+    baseline = current_point(space, Tunables(tmp_path), write, dirtyable)
+    assert (baseline[BG], baseline[DIRTY]) == (4, 17)  # 256 MiB and 1 GiB of 6 GiB
+    assert all(dim.log for dim in space.dimensions if dim.target == HOST)

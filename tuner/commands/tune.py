@@ -31,7 +31,12 @@ from tuner.trials.jobfile import load_fio_job
 from tuner.trials.targets import TrialTarget
 from tuner.tunables.engine import TunableEngine
 from tuner.tune.result import result_document
-from tuner.tune.setup import current_point, recommended_points, tune_space
+from tuner.tune.setup import (
+    current_point,
+    host_dirtyable_bytes,
+    recommended_points,
+    tune_space,
+)
 from tuner.tune.view import TuneView, render_summary
 
 MAIN_JOB_LAB = "single-disk"
@@ -111,12 +116,13 @@ def tune(
     with ExitStack() as stack:
         trial_target = stack.enter_context(_target(target, destroy_data, chosen, console))
         topology = probe_host(HostFS("/"))
-        space = tune_space(topology, trial_target.devices, chosen, app_params)
+        dirtyable = host_dirtyable_bytes(topology)
+        space = tune_space(topology, trial_target.devices, chosen, app_params, dirtyable)
         journal = stack.enter_context(Journal())
         engine = stack.enter_context(TunableEngine(Path("/"), journal))
         stack.enter_context(restore_on_signals(engine))
-        baseline = current_point(space, engine.tunables, chosen)
-        suggested = recommended_points(base, topology, chosen, space, baseline,
+        baseline = current_point(space, engine.tunables, chosen, dirtyable)
+        suggested = recommended_points(base, topology, chosen, space, baseline, dirtyable,
                                        read_devices=trial_target.raw_devices)  # fmt: skip
         view = stack.enter_context(TuneView(console, budget, enabled=console.is_terminal))
         gate = _idle_gate(trial_target.devices, idle_below, console)

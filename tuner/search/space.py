@@ -224,9 +224,15 @@ def device_dimensions(
 
 
 def host_dimensions(vm: VmSettings) -> list[Dimension]:
-    """vm.dirty_background_ratio and vm.dirty_ratio (always together: repair links them)."""
-    bg = Dimension("vm.dirty_background_ratio", HOST, "int", 1, 50)
-    dirty = Dimension("vm.dirty_ratio", HOST, "int", 5, 80)
+    """vm.dirty_background_ratio and vm.dirty_ratio (always together: repair links them).
+
+    Log scales: writeback's effect is proportional (5 -> 10 % moves a write burst's fate as
+    far as 40 -> 80 % does), and replays of recorded landscapes reach the optimum in fewer
+    trials so (docs/benchmarks.md). A host on vm.dirty_bytes reads its ratios as 0: the
+    caller passes the ratios those bytes amount to (tuner.tune.setup.ratio_in_use).
+    """
+    bg = Dimension("vm.dirty_background_ratio", HOST, "int", 1, 50, log=True)
+    dirty = Dimension("vm.dirty_ratio", HOST, "int", 5, 80, log=True)
     return [_widened(bg, vm.dirty_background_ratio), _widened(dirty, vm.dirty_ratio)]
 
 

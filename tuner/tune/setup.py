@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,18 +20,42 @@ from tuner.tunables.base import TunableError
 
 
 def tune_space(
-    topology: Topology, devices: tuple[str, ...], workload: Workload, app: bool
+    topology: Topology,
+    devices: tuple[str, ...],
+    workload: Workload,
+    app: bool,
+    dirtyable: int | None = None,
 ) -> SearchSpace:
-    """Queue settings of the device the I/O enters, dirty ratios when the workload writes."""
+    """Queue settings of the device the I/O enters, dirty ratios when the workload writes.
+
+    A ratio the host leaves to its bytes twin counts as `ratio_in_use` of `dirtyable` (default:
+    `host_dirtyable_bytes(topology)`), so the space holds the baseline.
+    """
     entry = devices[0]  # the layer reads and writes enter: DESIGN.md, "tune the layer..."
     dev = topology.block_device(entry)
     queues = {entry: dev.queue} if dev is not None and dev.queue is not None else {}
     vm = topology.vm if writes(workload.fio) else None
+    if vm is not None:
+        if dirtyable is None:
+            dirtyable = host_dirtyable_bytes(topology)
+        vm = replace(
+            vm,
+            dirty_ratio=ratio_in_use(vm.dirty_ratio, vm.dirty_bytes, dirtyable),
+            dirty_background_ratio=ratio_in_use(
+                vm.dirty_background_ratio, vm.dirty_background_bytes, dirtyable
+            ),
+        )
     return space_for(queues, vm, app=app)
 
 
-def current_point(space: SearchSpace, tunables: Tunables, workload: Workload) -> Point:
-    """The host as it is, on the space's grid (application parameters: the workload's own)."""
+def current_point(
+    space: SearchSpace, tunables: Tunables, workload: Workload, dirtyable: int | None = None
+) -> Point:
+    """The host as it is, on the space's grid (application parameters: the workload's own).
+
+    A dirty ratio the host leaves to its bytes twin (it reads 0) is that byte count's nearest
+    ratio of `dirtyable`, so the baseline measures the threshold the host really has.
+    """
     raw: dict[tuple[str, str], Any] = {}
     for dim in space.dimensions:
         fallback = dim.choices[0] if dim.kind == "categorical" else dim.low
@@ -39,9 +64,17 @@ def current_point(space: SearchSpace, tunables: Tunables, workload: Workload) ->
             continue
         try:
             raw[dim.name] = tunables.read(dim.key, dim.target)
+            if dim.key in BYTES_OF_RATIO and raw[dim.name] == 0:
+                in_bytes = tunables.read(BYTES_OF_RATIO[dim.key], dim.target)
+                raw[dim.name] = ratio_in_use(0, _as_int(in_bytes), dirtyable)
         except TunableError:
             raw[dim.name] = fallback
     return space.repair(space.snap(raw))
+
+
+def _as_int(value: object) -> int | None:
+    """An int tunable's value, None for any other kind."""
+    return value if isinstance(value, int) else None
 
 
 def _app_value(key: str, value: Any, fallback: Value) -> Value:
@@ -66,6 +99,7 @@ RATIO_OF_BYTES = {
     "vm.dirty_background_bytes": "vm.dirty_background_ratio",
     "vm.dirty_bytes": "vm.dirty_ratio",
 }
+BYTES_OF_RATIO = {ratio: in_bytes for in_bytes, ratio in RATIO_OF_BYTES.items()}
 _MEMINFO_KEYS = ("MemFree", "Active(file)", "Inactive(file)")
 
 
@@ -108,6 +142,15 @@ def ratio_for_bytes(value: int, dirtyable: int) -> int:
     if dirtyable <= 0:
         raise ValueError(f"dirtyable memory {dirtyable}: must be positive")
     return max(1, round(value * 100 / dirtyable))
+
+
+def ratio_in_use(ratio: int | None, in_bytes: int | None, dirtyable: int | None) -> int | None:
+    """A dirty ratio as the kernel applies it: with its bytes twin set the ratio reads 0 and
+    the threshold is the twin, as `ratio_for_bytes`; `ratio` itself otherwise (also when
+    `dirtyable` is unknown)."""
+    if ratio == 0 and in_bytes and dirtyable:
+        return ratio_for_bytes(in_bytes, dirtyable)
+    return ratio
 
 
 def recommended_points(
