@@ -1,7 +1,9 @@
 """A real loop device over a /dev/shm file for tests that need the kernel's own answers.
 
-Loop devices keep their queue settings after they are detached, so the device's settings are
-put back as found before it is detached, and the file removed, whatever the test did.
+Loop devices keep their queue settings after they are detached: a reused number comes with
+whatever its last user left (a test that crashed, another program). So the device is handed
+out with the queue a never-used loop device has, the way the lab takes its devices, and put
+back as found before it is detached, the file removed, whatever the test did.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
+
+from tuner.lab.queue import defaults, write_queue
 
 SETTINGS = ("scheduler", "nr_requests", "read_ahead_kb", "max_sectors_kb", "rq_affinity",
             "nomerges", "write_cache")  # fmt: skip
@@ -44,12 +48,20 @@ def loop_device(size_mb: int = 64) -> Iterator[str]:
         name = device.removeprefix("/dev/")
         found = {s: (_queue(name) / s).read_text().strip() for s in SETTINGS}
         try:
+            make_fresh(name)
             yield name
         finally:
             _put_back(name, found)
             subprocess.run(["losetup", "--detach", device], check=False)
     finally:
         backing.unlink(missing_ok=True)
+
+
+def make_fresh(name: str) -> None:
+    """Give a reused loop device the queue a never-used one has."""
+    refused = write_queue(name, defaults(name))
+    if refused:
+        raise RuntimeError(f"cannot reset {name}'s queue: {'; '.join(refused)}")
 
 
 def _put_back(name: str, found: dict[str, str]) -> None:

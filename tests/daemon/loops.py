@@ -1,9 +1,9 @@
 """Loop devices over files in a private /dev/shm directory, for the daemon's lab tests.
 
 A directory of one's own (not /dev/shm itself, where tests/loopdev.py and other programs put
-theirs) makes a hardware class only these devices share. Every device is put back as found
-when attached (loop devices keep their queue after a detach) and detached at the end, the
-directory removed, whatever the test did.
+theirs) makes a hardware class only these devices share. Every device is handed out with a
+never-used device's queue, put back as found when attached (loop devices keep their queue
+after a detach) and detached at the end, the directory removed, whatever the test did.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import uuid
 from contextlib import suppress
 from pathlib import Path
 
-from tests.loopdev import SETTINGS, need_root
+from tests.loopdev import SETTINGS, make_fresh, need_root
 
 
 def queue_value(name: str, attr: str) -> str:
@@ -50,6 +50,7 @@ class Loops:
                                 capture_output=True, text=True).stdout.strip()  # fmt: skip
         name = device.removeprefix("/dev/")
         self._found[name] = {s: queue_value(name, s) for s in SETTINGS}
+        make_fresh(name)
         return name
 
     def detach(self, name: str) -> None:

@@ -99,8 +99,13 @@ def journal_path(state: Path) -> Path:
 
 
 @pytest.fixture
-def start(tmp_path: Path, state: Path) -> Iterator[Callable[..., Running]]:
-    """Start a daemon with a config made of `sections` (TOML text); stopped after the test."""
+def start(tmp_path: Path, state: Path, loops: Loops) -> Iterator[Callable[..., Running]]:
+    """Start a daemon with a config made of `sections` (TOML text); stopped after the test.
+
+    It asks for `loops` so that the daemon is stopped before the loop devices are put back:
+    a daemon still holding its plan would write it again between the reset and the detach,
+    and the next test to get that loop number would find mq-deadline and 4092 KB on it.
+    """
     started: list[Running] = []
 
     def run(sections: str = "", watchdog_s: float = 2.0) -> Running:
