@@ -104,31 +104,29 @@ def grid_levels(
 ) -> dict[Setting, list[Value]]:
     """A few values per dimension and every scheduler, the host's defaults among them.
 
-    Reads get four readahead levels (the setting that decides them; --quick: two). Writes keep
-    the baseline's readahead only: a writer never reads ahead (the previous quick run's gaps
-    between 128 and 4096 KB on its write grids were single-sample noise), so a second level
-    only doubled the grid. The small max_sectors_kb level is 256, not the domain's 64: on a
-    200-IOPS lab disk a write trial at 128 KB requests flushes at 25 MB/s and takes three
-    times as long. --quick keeps one level of nr_requests and of vm.dirty_ratio (40, TuneD's).
+    Reads get four readahead levels (the setting that decides them; --quick: two); a writer's
+    space has no readahead (tune_space). The small max_sectors_kb level is 256, not the
+    domain's 64: on a 200-IOPS lab disk a write trial at 128 KB requests flushes at 25 MB/s
+    and takes three times as long. The background threshold: 16 MiB (writeback at once) and
+    the host's own; --quick keeps one level of nr_requests and of the dirty limit (40 % of
+    dirtyable memory, TuneD's vm.dirty_ratio).
     """
-    write = writes(workload.fio)
     levels: dict[Setting, list[Value]] = {}
     for dim in space.dimensions:
         values: list[Value]
         if dim.kind == "categorical":
             values = list(dim.choices)
-        elif dim.key == "block.read_ahead_kb" and write:
-            values = [baseline[dim.name]]
         elif dim.key == "block.read_ahead_kb":
             values = [128, 4096] if quick else [128, 1024, 4096, 16384]
         elif dim.key == "block.nr_requests":
             values = [128] if quick else [16, 128]
         elif dim.key == "block.max_sectors_kb":
             values = [256, dim.high]
-        elif dim.key == "vm.dirty_background_ratio":
-            values = [1, 10]
-        elif dim.key == "vm.dirty_ratio":
-            values = [40] if quick else [20, 40]
+        elif dim.key == "vm.dirty_background_bytes":
+            values = [16 * MiB, baseline[dim.name]]
+        elif dim.key == "vm.dirty_bytes":
+            forty = dim.high // 2  # the domain ends at 80 % of dirtyable memory
+            values = [forty] if quick else [baseline[dim.name], forty]
         else:
             values = [dim.low, dim.high]
         levels[dim.name] = sorted({dim.snap(v) for v in values}, key=str)

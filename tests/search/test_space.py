@@ -23,7 +23,10 @@ LOOP = QueueSettings(
     max_sectors_kb=1280,
     max_hw_sectors_kb=1280,
 )
-VM = VmSettings(dirty_ratio=20, dirty_background_ratio=10)
+GIB, MIB = 1 << 30, 1 << 20
+DIRTYABLE = 10 * GIB
+# The thresholds in use as bytes (tune_space turns the ratios 20 and 10 into these).
+VM = VmSettings(dirty_bytes=2 * GIB, dirty_background_bytes=GIB)
 
 
 def dims_by_key(space: SearchSpace) -> dict[str, Dimension]:
@@ -31,22 +34,28 @@ def dims_by_key(space: SearchSpace) -> dict[str, Dimension]:
 
 
 def test_space_for_a_loop_device_and_the_host() -> None:
-    space = space_for({"loop3": LOOP}, VM)
+    space = space_for({"loop3": LOOP}, VM, dirtyable=DIRTYABLE)
     dims = dims_by_key(space)
     ra = dims["block.read_ahead_kb"]
     assert (ra.target, ra.low, ra.high, ra.log, ra.step) == ("loop3", 128, 65536, True, 4)
     assert (dims["block.nr_requests"].low, dims["block.nr_requests"].high) == (4, 1024)
     assert (dims["block.max_sectors_kb"].low, dims["block.max_sectors_kb"].high) == (64, 1280)
     assert dims["block.scheduler"].choices == ("none", "mq-deadline")
-    assert dims["vm.dirty_ratio"].target == HOST
+    assert dims["vm.dirty_bytes"].target == HOST
     assert "bs" not in dims  # application parameters only when asked
     assert space.none_depth == {"loop3": 128}
 
 
-def test_dirty_ratios_are_searched_on_a_log_scale() -> None:
-    dims = dims_by_key(space_for({}, VM))
-    assert dims["vm.dirty_ratio"].log and dims["vm.dirty_background_ratio"].log
-    assert {dims["vm.dirty_ratio"].snap(v) for v in (5, 10, 20, 40, 80)} == {5, 10, 20, 40, 80}
+def test_dirty_thresholds_are_bytes_on_log_scales_sized_by_memory() -> None:
+    dims = dims_by_key(space_for({}, VM, dirtyable=DIRTYABLE))
+    bg, dirty = dims["vm.dirty_background_bytes"], dims["vm.dirty_bytes"]
+    assert bg.log and dirty.log and bg.step == dirty.step == MIB
+    # Far below 1 % of memory (100 MiB here), up to the old ratio domains' 50 % and 80 %.
+    assert (bg.low, bg.high) == (4 * MIB, 5 * GIB)
+    assert (dirty.low, dirty.high) == (16 * MIB, 8 * GIB)
+    assert bg.snap(16 * MIB + 12345) == 16 * MIB
+    # Without the host's dirtyable memory there is nothing to size them by: left out.
+    assert "vm.dirty_bytes" not in dims_by_key(space_for({}, VM))
 
 
 def test_nr_requests_stays_under_the_hardware_depth_when_none_is_the_only_scheduler() -> None:
@@ -88,16 +97,16 @@ def test_snap_rounds_to_the_step_and_powers_of_two_and_clamps() -> None:
 
 
 def test_repair_keeps_dirty_background_below_dirty_like_the_kernel() -> None:
-    space = space_for({}, VM)
-    bg, dirty = ("vm.dirty_background_ratio", HOST), ("vm.dirty_ratio", HOST)
-    for b in range(1, 51):
-        for d in range(5, 81, 5):
-            repaired = space.repair({bg: b, dirty: d})
+    space = space_for({}, VM, dirtyable=DIRTYABLE)
+    bg, dirty = ("vm.dirty_background_bytes", HOST), ("vm.dirty_bytes", HOST)
+    for b in (4, 16, 63, 64, 65, 1000, 5000):
+        for d in (16, 64, 100, 1024, 8192):
+            repaired = space.repair({bg: b * MIB, dirty: d * MIB})
             assert int(repaired[bg]) < int(repaired[dirty])
             if b < d:
-                assert repaired == {bg: b, dirty: d}  # valid points are left alone
-    # The same input always gives the same output: half of dirty_ratio.
-    assert space.repair({bg: 40, dirty: 30}) == {bg: 15, dirty: 30}
+                assert repaired == {bg: b * MIB, dirty: d * MIB}  # valid points are left alone
+    # The same input always gives the same output: half of dirty_bytes, in whole MiB.
+    assert space.repair({bg: 5000 * MIB, dirty: 101 * MIB}) == {bg: 50 * MIB, dirty: 101 * MIB}
 
 
 def test_repair_caps_nr_requests_under_scheduler_none() -> None:
@@ -114,15 +123,15 @@ def test_repair_caps_nr_requests_under_scheduler_none() -> None:
 
 
 def test_complete_fills_a_recommendation_from_the_base() -> None:
-    space = space_for({"loop3": LOOP}, VM)
+    space = space_for({"loop3": LOOP}, VM, dirtyable=DIRTYABLE)
     base = space.snap(
         {
             ("block.read_ahead_kb", "loop3"): 128,
             ("block.nr_requests", "loop3"): 128,
             ("block.max_sectors_kb", "loop3"): 1280,
             ("block.scheduler", "loop3"): "none",
-            ("vm.dirty_background_ratio", HOST): 10,
-            ("vm.dirty_ratio", HOST): 20,
+            ("vm.dirty_background_bytes", HOST): GIB,
+            ("vm.dirty_bytes", HOST): 2 * GIB,
         }
     )
     done = space.complete({("block.read_ahead_kb", "loop3"): 4096, ("vm.x", HOST): 1}, base)
@@ -130,7 +139,7 @@ def test_complete_fills_a_recommendation_from_the_base() -> None:
 
 
 def test_skopt_encoding_round_trips_every_value() -> None:
-    space = space_for({"loop3": LOOP}, VM, app=True)
+    space = space_for({"loop3": LOOP}, VM, app=True, dirtyable=DIRTYABLE)
     sk = skopt_space(space)
     for x in sk.rvs(n_samples=200, random_state=1):
         point = from_x(space, x)

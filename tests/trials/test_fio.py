@@ -19,6 +19,7 @@ from tuner.trials.fio import (
     is_buffered,
     job_text,
     parse_result,
+    reads,
     run_fio,
     trial_options,
     writes,
@@ -122,6 +123,10 @@ def test_buffered_and_writing_jobs_are_recognised() -> None:
     assert not is_buffered({"direct": "1"}) and not is_buffered({"buffered": 0})
     assert not writes({"rw": "randread"}) and not writes({})
     assert writes({"rw": "write"}) and writes({"readwrite": "randrw"}) and writes({"rw": "trim"})
+    assert reads({}) and reads({"rw": "randrw"}) and reads({"readwrite": "rw:4"})
+    assert (
+        not reads({"rw": "write"}) and not reads({"rw": "randwrite"}) and not reads({"rw": "trim"})
+    )
     assert fio_size("64k") == 65536 and fio_size("1M") == 1 << 20 and fio_size(4096) == 4096
     assert fio_size("2GiB") == 2 << 30
     with pytest.raises(ValueError):

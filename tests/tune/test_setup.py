@@ -11,13 +11,12 @@ from probes.hostfs import HostFS
 from tests.fixtures.scenarios import build_scenario
 from tuner.rulebase import load_rule_base
 from tuner.rules.model import Workload
-from tuner.search.space import APP, HOST, SearchSpace, app_dimensions, space_for
+from tuner.search.space import APP, HOST, Point, SearchSpace, app_dimensions, space_for
 from tuner.tunables.access import Tunables
 from tuner.tune.setup import (
     current_point,
     dirtyable_bytes,
     host_dirtyable_bytes,
-    ratio_for_bytes,
     recommended_points,
     tune_space,
 )
@@ -45,10 +44,10 @@ def test_absent_or_ranged_values_start_from_fios_defaults(tmp_path: Path) -> Non
     }  # fmt: skip
 
 
-# -- the rules' vm.dirty_*_bytes recommendations, in the space's ratio dimensions ------------
+# -- the dirty thresholds: bytes in the space, whatever the host runs on ----------------------
 
-GIB = 1 << 30
-BG, DIRTY = ("vm.dirty_background_ratio", HOST), ("vm.dirty_ratio", HOST)
+GIB, MIB = 1 << 30, 1 << 20
+BG, DIRTY = ("vm.dirty_background_bytes", HOST), ("vm.dirty_bytes", HOST)
 MEMINFO = (
     "MemTotal:       268435456 kB\n"  # 256 GiB: the rules' facts see this and fire
     "MemFree:          4194304 kB\n"  # but only 6 GiB are free or file cache
@@ -63,46 +62,47 @@ def test_dirtyable_memory_is_free_plus_the_file_lists() -> None:
     assert dirtyable_bytes("MemTotal: 1024 kB\nMemFree: 512 kB\n") is None
 
 
-def test_a_byte_count_becomes_the_nearest_whole_ratio_and_never_zero() -> None:
-    assert ratio_for_bytes(256 << 20, 6 * GIB) == 4  # 4.17 %
-    assert ratio_for_bytes(GIB, 6 * GIB) == 17  # 16.7 %
-    assert ratio_for_bytes(256 << 20, 24 * GIB) == 1  # this VM: 1.04 %
-    assert ratio_for_bytes(1 << 20, 256 * GIB) == 1  # 0 would stall every writer
-    with pytest.raises(ValueError):
-        ratio_for_bytes(GIB, 0)
+@pytest.fixture
+def big_memory(tmp_path: Path) -> Path:
+    """The fixture host the writeback rules fire on (256 GiB on the default ratios), of which
+    6 GiB are dirtyable."""
+    build_scenario("dirty-defaults-big-memory", tmp_path)
+    (tmp_path / "proc" / "meminfo").write_text(MEMINFO)
+    return tmp_path
 
 
-@pytest.fixture(scope="module")
-def big_memory(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The fixture host the writeback rules fire on (256 GiB on the default ratios)."""
-    root = tmp_path_factory.mktemp("big-memory")
-    build_scenario("dirty-defaults-big-memory", root)
-    return root
-
-
-def recommended_vm(root: Path, workload: str) -> list[dict[tuple[str, str], object]]:
+def write_tune(root: Path) -> tuple[SearchSpace, Point, list[Point]]:
+    """The space, baseline and rules' points a stream-write tune on `root` starts from."""
     topology = probe_host(HostFS(root))
-    space = space_for({}, topology.vm)  # the dirty ratios only
-    current = space.snap({BG: topology.vm.dirty_background_ratio, DIRTY: topology.vm.dirty_ratio})
-    found = load_rule_base().workload(workload)
-    assert found is not None
-    return recommended_points(load_rule_base(), topology, found, space, current)
+    dirtyable = host_dirtyable_bytes(topology)
+    write = load_rule_base().workload("stream-write")
+    assert write is not None
+    space = tune_space(topology, ("sda",), write, False, dirtyable)
+    baseline = current_point(space, Tunables(root), write, dirtyable)
+    suggested = recommended_points(load_rule_base(), topology, write, space, baseline, dirtyable)
+    return space, baseline, suggested
 
 
-def test_write_tunes_start_from_the_rules_bytes_as_ratios(big_memory: Path) -> None:
-    meminfo = big_memory / "proc" / "meminfo"
-    original = meminfo.read_text()
-    try:
-        meminfo.write_text(MEMINFO)
-        # 256 MiB and 1 GiB (rules/writeback.yaml) of the 6 GiB the kernel counts.
-        assert recommended_vm(big_memory, "stream-write") == [{BG: 4, DIRTY: 17}]
-    finally:
-        meminfo.write_text(original)
-    # Without the LRU lines, the fallback is MemTotal (256 GiB), as the rules' facts use: both
-    # round to 1 %, and dirty_ratio's domain starts at 5.
-    assert recommended_vm(big_memory, "stream-write") == [{BG: 1, DIRTY: 5}]
-    # A reading workload gets no writeback recommendation.
-    assert recommended_vm(big_memory, "stream-read") == []
+def test_a_host_on_ratios_is_measured_at_the_bytes_they_amount_to(big_memory: Path) -> None:
+    space, baseline, suggested = write_tune(big_memory)
+    # 10 % and 20 % of the 6 GiB the kernel takes the ratios of, in whole MiB.
+    assert (baseline[BG], baseline[DIRTY]) == (614 * MIB, 1229 * MIB)
+    # The rules' 256 MiB and 1 GiB (rules/writeback.yaml) go in as they are: a ratio could
+    # only say 4 % and 17 % (245.8 MiB and 1044 MiB).
+    assert [(p[BG], p[DIRTY]) for p in suggested] == [(256 * MIB, GIB)]
+    # Thresholds far under 1 % are in reach: that is where a short write burst gains.
+    assert space.snap({**baseline, BG: 4 * MIB})[BG] == 4 * MIB
+
+
+def test_a_host_on_dirty_bytes_is_measured_at_those_bytes(big_memory: Path) -> None:
+    vm = big_memory / "proc" / "sys" / "vm"
+    for name, value in (("dirty_ratio", 0), ("dirty_background_ratio", 0),
+                        ("dirty_bytes", GIB), ("dirty_background_bytes", 300 << 20)):  # fmt: skip
+        (vm / name).write_text(f"{value}\n")
+    space, baseline, suggested = write_tune(big_memory)
+    assert (baseline[BG], baseline[DIRTY]) == (300 * MIB, GIB)
+    assert suggested == []  # under the rules' 1 GiB and 4 GiB: nothing for them to say
+    assert all(dim.log for dim in space.dimensions if dim.target == HOST)
 
 
 def test_a_device_read_directly_gets_the_readahead_rule(tmp_path: Path) -> None:
@@ -123,21 +123,13 @@ def test_a_device_read_directly_gets_the_readahead_rule(tmp_path: Path) -> None:
     ]
 
 
-def test_a_host_on_dirty_bytes_is_measured_at_those_thresholds(tmp_path: Path) -> None:
-    # The kernel reads a ratio as 0 while its bytes twin rules. Taken literally the baseline
-    # would be bg 1 % / dirty 2 % (the repair of 0/0), a host nobody runs.
-    build_scenario("dirty-defaults-big-memory", tmp_path)
-    vm = tmp_path / "proc" / "sys" / "vm"
-    for name, value in (("dirty_ratio", 0), ("dirty_background_ratio", 0),
-                        ("dirty_bytes", GIB), ("dirty_background_bytes", 256 << 20)):  # fmt: skip
-        (vm / name).write_text(f"{value}\n")
-    (tmp_path / "proc" / "meminfo").write_text(MEMINFO)
-    topology = probe_host(HostFS(tmp_path))
-    dirtyable = host_dirtyable_bytes(topology)
-    assert dirtyable == 6 * GIB
-    write = load_rule_base().workload("stream-write")
-    assert write is not None
-    space = tune_space(topology, ("sda",), write, False, dirtyable)
-    baseline = current_point(space, Tunables(tmp_path), write, dirtyable)
-    assert (baseline[BG], baseline[DIRTY]) == (4, 17)  # 256 MiB and 1 GiB of 6 GiB
-    assert all(dim.log for dim in space.dimensions if dim.target == HOST)
+def test_a_writer_searches_no_readahead_and_a_reader_no_writeback(big_memory: Path) -> None:
+    space, _, _ = write_tune(big_memory)
+    keys = {dim.key for dim in space.dimensions}
+    assert "block.read_ahead_kb" not in keys  # a plan must not carry what trials cannot feel
+    assert {"block.scheduler", "vm.dirty_bytes", "vm.dirty_background_bytes"} <= keys
+    read = load_rule_base().workload("stream-read")
+    assert read is not None
+    space = tune_space(probe_host(HostFS(big_memory)), ("sda",), read, False)
+    assert {dim.key for dim in space.dimensions} >= {"block.read_ahead_kb"}
+    assert not [dim for dim in space.dimensions if dim.target == HOST]

@@ -32,7 +32,8 @@ DEVICE_KEYS = (
     "block.max_sectors_kb",
     "block.scheduler",
 )
-HOST_KEYS = ("vm.dirty_background_ratio", "vm.dirty_ratio")
+HOST_KEYS = ("vm.dirty_background_bytes", "vm.dirty_bytes")
+MIB = 1 << 20
 APP_KEYS = ("bs", "iodepth", "numjobs", "direct")
 
 
@@ -145,19 +146,19 @@ class SearchSpace:
     def repair(self, point: Point) -> Point:
         """A valid point close to `point`, the same every time for the same input.
 
-        - vm.dirty_background_ratio must stay below vm.dirty_ratio: when it does not, it becomes
-          half of dirty_ratio, the value the kernel falls back to in that case
+        - vm.dirty_background_bytes must stay below vm.dirty_bytes: when it does not, it becomes
+          half of dirty_bytes, the threshold the kernel falls back to in that case
           (domain_dirty_limits in mm/page-writeback.c), so the repaired point is the one the
           kernel would really run.
         - block.nr_requests with scheduler none is capped at the hardware depth, as the kernel
           refuses more (EINVAL).
         """
         fixed = dict(point)
-        bg, dirty = ("vm.dirty_background_ratio", HOST), ("vm.dirty_ratio", HOST)
+        bg, dirty = ("vm.dirty_background_bytes", HOST), ("vm.dirty_bytes", HOST)
         if bg in fixed and dirty in fixed and int(fixed[bg]) >= int(fixed[dirty]):
-            fixed[bg] = max(int(fixed[dirty]) // 2, 1)
-            if int(fixed[bg]) >= int(fixed[dirty]):  # only when dirty_ratio is 1
-                fixed[dirty] = int(fixed[bg]) + 1
+            fixed[bg] = max(int(fixed[dirty]) // 2 // MIB, 1) * MIB
+            if int(fixed[bg]) >= int(fixed[dirty]):  # only when dirty_bytes is 1 MiB
+                fixed[dirty] = int(fixed[bg]) + MIB
         for (key, target), value in point.items():
             if key == "block.scheduler" and value == "none":
                 nr = ("block.nr_requests", target)
@@ -223,17 +224,23 @@ def device_dimensions(
     return dims
 
 
-def host_dimensions(vm: VmSettings) -> list[Dimension]:
-    """vm.dirty_background_ratio and vm.dirty_ratio (always together: repair links them).
+def host_dimensions(vm: VmSettings, dirtyable: int) -> list[Dimension]:
+    """vm.dirty_background_bytes and vm.dirty_bytes (always together: repair links them).
 
-    Log scales: writeback's effect is proportional (5 -> 10 % moves a write burst's fate as
-    far as 40 -> 80 % does), and replays of recorded landscapes reach the optimum in fewer
-    trials so (docs/benchmarks.md). A host on vm.dirty_bytes reads its ratios as 0: the
-    caller passes the ratios those bytes amount to (tuner.tune.setup.ratio_in_use).
+    Byte counts, not ratios: a ratio moves in steps of 1 % of dirtyable memory, 240 MB on a
+    24 GiB host and 2.5 GB on a 256 GiB one, so the small thresholds that start writeback at
+    once cannot be said in ratios (on the lab's single disk a 256 MiB write burst went from 76
+    to 99 MB/s with a 16 MiB background threshold; 1 %, the smallest ratio, changed nothing:
+    docs/benchmarks.md). Domains in MiB steps on log scales (writeback's effect is
+    proportional): background 4 MiB to half of `dirtyable`, the limit 16 MiB to 80 % of it,
+    the top ends of the ratio domains before. `vm`'s *_bytes are the thresholds in use, a
+    ratio the caller turned into bytes (tuner.tune.setup.bytes_in_use).
     """
-    bg = Dimension("vm.dirty_background_ratio", HOST, "int", 1, 50, log=True)
-    dirty = Dimension("vm.dirty_ratio", HOST, "int", 5, 80, log=True)
-    return [_widened(bg, vm.dirty_background_ratio), _widened(dirty, vm.dirty_ratio)]
+    bg = Dimension("vm.dirty_background_bytes", HOST, "int", 4 * MIB,
+                   max(dirtyable // 2, 8 * MIB), log=True, step=MIB)  # fmt: skip
+    dirty = Dimension("vm.dirty_bytes", HOST, "int", 16 * MIB,
+                      max(dirtyable * 4 // 5, 32 * MIB), log=True, step=MIB)  # fmt: skip
+    return [_widened(bg, vm.dirty_background_bytes), _widened(dirty, vm.dirty_bytes)]
 
 
 def app_dimensions() -> list[Dimension]:
@@ -253,11 +260,13 @@ def space_for(
     keys: Iterable[str] | None = None,
     app: bool = False,
     none_depth: Mapping[str, int] | None = None,
+    dirtyable: int | None = None,
 ) -> SearchSpace:
     """The space a tune searches: `keys` (default: every device and host key) on `devices`.
 
     `devices` maps a device name to its current queue settings (from the probe); `vm` adds the
-    dirty ratios when given and wanted; `app` adds fio's parameters (only with --app-params).
+    dirty thresholds when given with the host's `dirtyable` memory and wanted (see
+    `host_dimensions`); `app` adds fio's parameters (only with --app-params).
     """
     wanted = set(keys) if keys is not None else set(DEVICE_KEYS) | set(HOST_KEYS)
     depths = dict(none_depth or {})
@@ -269,8 +278,8 @@ def space_for(
     for device, queue in devices.items():
         depth = depths.get(device, DEFAULT_NONE_DEPTH)
         dims.extend(device_dimensions(device, queue, wanted & set(DEVICE_KEYS), depth))
-    if vm is not None and wanted & set(HOST_KEYS):
-        dims.extend(host_dimensions(vm))
+    if vm is not None and dirtyable and wanted & set(HOST_KEYS):
+        dims.extend(host_dimensions(vm, dirtyable))
     if app:
         dims.extend(app_dimensions())
     return SearchSpace(tuple(dims), {d: depths.get(d, DEFAULT_NONE_DEPTH) for d in devices})

@@ -39,6 +39,7 @@ OWN_OPTIONS = frozenset(
 )  # fmt: skip
 
 _READ_ONLY_RW = frozenset({"read", "randread"})
+_MIXED_RW = frozenset({"rw", "readwrite", "randrw"})
 _SYNC_ENGINES = frozenset({"sync", "psync", "vsync", "pvsync", "pvsync2"})
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECASE)
 _ALIGN = 1 << 20  # job regions start on 1 MiB boundaries, a multiple of any sane block size
@@ -100,6 +101,12 @@ def writes(options: Mapping[str, Any]) -> bool:
     """True when the job writes (or trims): any rw other than read and randread."""
     rw = str(options.get("rw", options.get("readwrite", "read")) or "read")
     return rw.split(":")[0] not in _READ_ONLY_RW
+
+
+def reads(options: Mapping[str, Any]) -> bool:
+    """True when the job reads: read, randread and the mixed rw, readwrite and randrw."""
+    rw = str(options.get("rw", options.get("readwrite", "read")) or "read")
+    return rw.split(":")[0] in _READ_ONLY_RW | _MIXED_RW
 
 
 def file_count(options: Mapping[str, Any]) -> int:

@@ -9,12 +9,22 @@ from typing import Any
 
 from probes.hostfs import HostFS
 from tuner.facts import collect
+from tuner.facts.host import dirty_limit_bytes
 from tuner.facts.target import FactOptions
 from tuner.rules.engine import evaluate
 from tuner.rules.model import RuleBase, Workload
-from tuner.search.space import APP, HOST, Point, SearchSpace, Value, space_for
+from tuner.search.space import (
+    APP,
+    DEVICE_KEYS,
+    HOST,
+    HOST_KEYS,
+    Point,
+    SearchSpace,
+    Value,
+    space_for,
+)
 from tuner.topology import Machine, Topology
-from tuner.trials.fio import fio_size, writes
+from tuner.trials.fio import fio_size, reads, writes
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import TunableError
 
@@ -26,10 +36,13 @@ def tune_space(
     app: bool,
     dirtyable: int | None = None,
 ) -> SearchSpace:
-    """Queue settings of the device the I/O enters, dirty ratios when the workload writes.
+    """Queue settings of the device the I/O enters (readahead only when the workload reads:
+    a pure writer's plan should not carry a readahead its trials could not feel), dirty
+    thresholds when it writes.
 
-    A ratio the host leaves to its bytes twin counts as `ratio_in_use` of `dirtyable` (default:
-    `host_dirtyable_bytes(topology)`), so the space holds the baseline.
+    The thresholds are byte counts of `dirtyable` memory (default:
+    `host_dirtyable_bytes(topology)`); a host on the ratios counts as the bytes they amount
+    to, so the space holds the baseline. Without a dirtyable figure they are left out.
     """
     entry = devices[0]  # the layer reads and writes enter: DESIGN.md, "tune the layer..."
     dev = topology.block_device(entry)
@@ -40,12 +53,15 @@ def tune_space(
             dirtyable = host_dirtyable_bytes(topology)
         vm = replace(
             vm,
-            dirty_ratio=ratio_in_use(vm.dirty_ratio, vm.dirty_bytes, dirtyable),
-            dirty_background_ratio=ratio_in_use(
-                vm.dirty_background_ratio, vm.dirty_background_bytes, dirtyable
+            dirty_bytes=dirty_limit_bytes(vm.dirty_bytes, vm.dirty_ratio, dirtyable),
+            dirty_background_bytes=dirty_limit_bytes(
+                vm.dirty_background_bytes, vm.dirty_background_ratio, dirtyable
             ),
         )
-    return space_for(queues, vm, app=app)
+    keys = [*DEVICE_KEYS, *HOST_KEYS]
+    if not reads(workload.fio):
+        keys.remove("block.read_ahead_kb")
+    return space_for(queues, vm, keys=keys, app=app, dirtyable=dirtyable)
 
 
 def current_point(
@@ -53,8 +69,8 @@ def current_point(
 ) -> Point:
     """The host as it is, on the space's grid (application parameters: the workload's own).
 
-    A dirty ratio the host leaves to its bytes twin (it reads 0) is that byte count's nearest
-    ratio of `dirtyable`, so the baseline measures the threshold the host really has.
+    A dirty threshold the host leaves to its ratio (the bytes read 0) is that ratio of
+    `dirtyable`, so the baseline measures the threshold the host really has.
     """
     raw: dict[tuple[str, str], Any] = {}
     for dim in space.dimensions:
@@ -64,9 +80,12 @@ def current_point(
             continue
         try:
             raw[dim.name] = tunables.read(dim.key, dim.target)
-            if dim.key in BYTES_OF_RATIO and raw[dim.name] == 0:
-                in_bytes = tunables.read(BYTES_OF_RATIO[dim.key], dim.target)
-                raw[dim.name] = ratio_in_use(0, _as_int(in_bytes), dirtyable)
+            if dim.key in RATIO_OF_BYTES and raw[dim.name] == 0:
+                ratio = tunables.read(RATIO_OF_BYTES[dim.key], dim.target)
+                in_use = dirty_limit_bytes(0, _as_int(ratio), dirtyable)
+                if in_use is None:  # tune_space leaves the thresholds out without dirtyable
+                    raise ValueError(f"{dim.key}: no dirtyable memory to turn {ratio} % into")
+                raw[dim.name] = in_use
         except TunableError:
             raw[dim.name] = fallback
     return space.repair(space.snap(raw))
@@ -92,9 +111,9 @@ def _app_value(key: str, value: Any, fallback: Value) -> Value:
         return fallback
 
 
-# The space varies the dirty ratios (they scale with the host, and the kernel keeps one of each
-# pair: writing a ratio zeroes its bytes twin); the rules recommend byte counts (a stream needs
-# so many MB in flight, whatever the memory). A bytes recommendation becomes its ratio twin.
+# The space varies the dirty thresholds in bytes (ratios are too coarse on large hosts:
+# tuner.search.space.host_dimensions); the kernel keeps one of each pair, and a ratio
+# recommended or in use becomes the byte count it amounts to.
 RATIO_OF_BYTES = {
     "vm.dirty_background_bytes": "vm.dirty_background_ratio",
     "vm.dirty_bytes": "vm.dirty_ratio",
@@ -132,27 +151,6 @@ def host_dirtyable_bytes(topology: Topology) -> int | None:
     return found
 
 
-def ratio_for_bytes(value: int, dirtyable: int) -> int:
-    """The whole percentage of `dirtyable` closest to `value` bytes, at least 1.
-
-    The kernel's threshold for a ratio r is r * dirtyable / 100, so this is the ratio whose
-    threshold is nearest the byte count asked for; 0 would mean "start at once" (background)
-    or stall every writer (limit), which no byte recommendation means.
-    """
-    if dirtyable <= 0:
-        raise ValueError(f"dirtyable memory {dirtyable}: must be positive")
-    return max(1, round(value * 100 / dirtyable))
-
-
-def ratio_in_use(ratio: int | None, in_bytes: int | None, dirtyable: int | None) -> int | None:
-    """A dirty ratio as the kernel applies it: with its bytes twin set the ratio reads 0 and
-    the threshold is the twin, as `ratio_for_bytes`; `ratio` itself otherwise (also when
-    `dirtyable` is unknown)."""
-    if ratio == 0 and in_bytes and dirtyable:
-        return ratio_for_bytes(in_bytes, dirtyable)
-    return ratio
-
-
 def recommended_points(
     base: RuleBase,
     topology: Topology,
@@ -165,9 +163,9 @@ def recommended_points(
     """The rule base's recommendations for this host and workload, as one point of the space.
 
     `read_devices`: devices the trials read without a file system (a device target); the rules
-    take reads to enter there, as on a mounted device. A recommended vm.dirty_*_bytes goes
-    into its ratio dimension as `ratio_for_bytes` of `dirtyable` (default:
-    `host_dirtyable_bytes(topology)`); a ratio recommended outright wins over a translated one.
+    take reads to enter there, as on a mounted device. A recommended vm.dirty_*_ratio goes
+    into its bytes dimension as that share of `dirtyable` (default:
+    `host_dirtyable_bytes(topology)`); bytes recommended outright win over translated ones.
     """
     options = FactOptions(live=True, read_devices=frozenset(read_devices))
     result = evaluate(base, collect(topology, options), workload.name)
@@ -177,16 +175,17 @@ def recommended_points(
     for finding in result.findings:
         for setting in finding.settings:
             slot = (setting.key, setting.target)
-            ratio = (RATIO_OF_BYTES.get(setting.key, ""), HOST)
+            twin = (BYTES_OF_RATIO.get(setting.key, ""), HOST)
             if setting.value is None:
                 continue
             if slot in names:
                 named[slot] = setting.value
-            elif ratio in names:
+            elif twin in names:
                 if dirtyable is None:
                     dirtyable = host_dirtyable_bytes(topology)
-                if dirtyable:
-                    translated[ratio] = ratio_for_bytes(int(setting.value), dirtyable)
+                in_bytes = dirty_limit_bytes(0, int(setting.value), dirtyable)
+                if in_bytes:
+                    translated[twin] = in_bytes
     suggested = {**current, **translated, **named}
     if suggested == current:
         return []
