@@ -8,7 +8,7 @@ import random
 import pytest
 
 from tuner.search.confirm import confirm, cv_of, gain_interval
-from tuner.search.space import Point
+from tuner.search.space import Point, point_key
 
 BASE: Point = {("block.read_ahead_kb", "loop3"): 128}
 FAST: Point = {("block.read_ahead_kb", "loop3"): 4096}
@@ -79,6 +79,36 @@ def test_chooses_the_best_lower_bound_not_the_best_mean() -> None:
     assert result.chosen
     assert result.best_point == SAME
     assert result.gain == pytest.approx(1.08, abs=0.03)
+
+
+NR = ("block.nr_requests", "loop3")
+BASE2: Point = {**BASE, NR: 128}
+FULL: Point = {**FAST, NR: 16}  # two changes from BASE2
+LEAN: Point = {**FAST, NR: 128}  # one
+
+
+def steady(base: float, full: float, lean: float):  # type: ignore[no-untyped-def]
+    """measure(point): BASE2's, FULL's or LEAN's true MB/s with 0.5 % noise (seeded)."""
+    rng = random.Random(1)
+    truth = {point_key(BASE2): base, point_key(FULL): full, point_key(LEAN): lean}
+    return lambda point: truth[point_key(point)] * math.exp(rng.gauss(0, 0.005))
+
+
+def test_a_simpler_candidate_within_the_margin_wins() -> None:
+    # The second change buys 1 %: with a 2 % margin it is left out, with none it is kept.
+    simple = confirm(steady(100, 111, 110), BASE2, [FULL, LEAN], rounds=3, simpler_within=0.02)
+    assert (simple.chosen, simple.best_point) == (True, LEAN)
+    full = confirm(steady(100, 111, 110), BASE2, [FULL, LEAN], rounds=3)
+    assert (full.chosen, full.best_point) == (True, FULL)
+
+
+def test_a_simpler_candidate_outside_the_margin_or_not_a_gain_loses() -> None:
+    slower = confirm(steady(100, 120, 110), BASE2, [FULL, LEAN], rounds=3, simpler_within=0.02)
+    assert (slower.chosen, slower.best_point) == (True, FULL)
+    # The lean point gains nothing (its interval holds 1): never recommended, however simple.
+    no_gain = confirm(steady(100, 101.5, 100), BASE2, [FULL, LEAN], rounds=3,
+                      simpler_within=0.02)  # fmt: skip
+    assert no_gain.recommended != LEAN
 
 
 def test_a_failed_trial_means_refusal_not_a_crash() -> None:

@@ -10,10 +10,11 @@ import pytest
 from tests.loopdev import loop_device
 from tuner.journal import Journal
 from tuner.rulebase import load_rule_base
+from tuner.search.confirm import Confirmation
 from tuner.search.space import Dimension, SearchSpace
 from tuner.trials.targets import TrialTarget
 from tuner.tunables.engine import TunableEngine
-from tuner.tune.session import Tune, TuneConfig, _with_rules
+from tuner.tune.session import Tune, TuneConfig, _left_out, _with_rules
 from tuner.tune.setup import current_point
 
 
@@ -55,3 +56,19 @@ def test_confirmation_keeps_a_slot_for_the_rules_point_one_trial_ranked_low() ->
     assert _with_rules([rules, best], [rules], base) == [rules, best]  # ranked: left alone
     assert _with_rules([best, second], [base], base) == [best, second]  # nothing to add
     assert _with_rules([best], [rules], base) == [best]  # one slot: the best keeps it
+
+
+def test_left_out_names_the_search_changes_the_recommendation_does_not_make() -> None:
+    dev = "loop0"
+    ra, nr, sched = (("block.read_ahead_kb", dev), ("block.nr_requests", dev),
+                     ("block.scheduler", dev))  # fmt: skip
+    base = {ra: 128, nr: 128, sched: "none"}
+    searched = {ra: 252, nr: 213, sched: "kyber"}
+    lean = {ra: 252, nr: 128, sched: "none"}
+
+    def outcome(chosen: bool) -> Confirmation:
+        return Confirmation(lean, 50.0, 0.01, 100.0, 0.01, 2.0, 1.9, 2.1, chosen=chosen,
+                            rounds=3, baseline_point=base)  # fmt: skip
+
+    assert _left_out(searched, outcome(True)) == {nr: 213, sched: "kyber"}
+    assert _left_out(searched, outcome(False)) == {}  # nothing recommended, nothing left out

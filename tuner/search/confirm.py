@@ -5,6 +5,8 @@ winner is partly the luckiest). Confirmation measures the baseline and the top c
 turns (B, C1, C2, B, C1, C2, ...) so slow drift (a warming disk, a busy neighbour) hits all of
 them alike, then estimates each candidate's gain with a confidence interval. A candidate is
 recommended only when its interval's lower bound is above 1: otherwise the current settings stay.
+Among the candidates that pass, one with fewer changes wins when its mean is within
+`simpler_within` of the safest: a change that buys nothing measurable is a change not made.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 
 from scipy import stats
 
+from tuner.search.simplify import changes_from
 from tuner.search.space import Point, point_key
 
 
@@ -102,12 +105,16 @@ def confirm(
     candidates: Sequence[Point],
     rounds: int = 3,
     level: float = 0.95,
+    simpler_within: float = 0.0,
 ) -> Confirmation:
     """Measure baseline and candidates interleaved `rounds` times and pick a winner, or none.
 
-    `measure(point)` runs one trial and returns MB/s (higher is better). The winner is the
-    candidate whose interval has the highest lower bound, and it is chosen only if that bound
-    exceeds 1.0. Candidates equal to the baseline or to each other are measured once.
+    `measure(point)` runs one trial and returns MB/s (higher is better). A candidate passes
+    when its interval's lower bound exceeds 1.0. The safest of those has the highest lower
+    bound; the winner is the one changing the fewest settings among the passing candidates
+    whose mean is at least (1 - `simpler_within`) of the safest's, the highest lower bound
+    breaking ties. With none passing, the best lower bound is reported and nothing is chosen.
+    Candidates equal to the baseline or to each other are measured once.
     """
     if rounds < 2:
         raise ValueError("confirmation needs at least two rounds to estimate the noise")
@@ -139,9 +146,19 @@ def confirm(
             dict(baseline), base_mean, base_cv, base_mean, base_cv, 1.0, 1.0, 1.0,
             chosen=False, rounds=rounds, baseline_point=dict(baseline),
         )  # fmt: skip
-    best = max(comparisons, key=lambda c: c.ci_low)
+    best = _winner(comparisons, baseline, simpler_within)
     return Confirmation(
         dict(best.point), base_mean, base_cv, best.mbps, best.cv, best.gain,
         best.ci_low, best.ci_high, chosen=best.ci_low > 1.0, rounds=rounds,
         baseline_point=dict(baseline), comparisons=tuple(comparisons),
     )  # fmt: skip
+
+
+def _winner(comparisons: list[Comparison], baseline: Point, simpler_within: float) -> Comparison:
+    """The comparison to report: see `confirm`."""
+    passed = [c for c in comparisons if c.ci_low > 1.0]
+    if not passed:
+        return max(comparisons, key=lambda c: c.ci_low)
+    safest = max(passed, key=lambda c: c.ci_low)
+    close = [c for c in passed if c.mbps >= safest.mbps * (1.0 - simpler_within)]
+    return min(close, key=lambda c: (changes_from(c.point, baseline), -c.ci_low))

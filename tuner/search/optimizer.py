@@ -69,6 +69,10 @@ class Optimizer(Protocol):
         """The measured point with the lowest mean value, and that mean."""
         ...
 
+    def predict(self, points: Sequence[Point]) -> list[float] | None:
+        """The model's mean value at each of `points`; None without a model."""
+        ...
+
 
 class _Bookkeeping:
     """What both optimisers share: the queue of initial points, measurements, de-duplication."""
@@ -152,6 +156,10 @@ class RandomOptimizer(_Bookkeeping):
         self._record(point, value)
 
     def expected_improvement(self) -> float | None:
+        """Random search has no model: None."""
+        return None
+
+    def predict(self, points: Sequence[Point]) -> list[float] | None:
         """Random search has no model: None."""
         return None
 
@@ -262,6 +270,14 @@ class SkoptOptimizer(_Bookkeeping):
                 next_x = self._opt.space.transform([self._opt._next_x])
                 candidates = np.vstack([candidates, next_x])
             return float(np.max(gaussian_ei(candidates, model, y_opt=incumbent, xi=0.0)))
+
+    def predict(self, points: Sequence[Point]) -> list[float] | None:
+        """The GP's mean value at each of `points`; None until it is fitted."""
+        if not self._opt.models or not points:
+            return None
+        xs = self._opt.space.transform([to_x(self.space, self.space.snap(p)) for p in points])
+        with _one_thread():
+            return [float(v) for v in self._opt.models[-1].predict(xs)]
 
 
 def _one_thread() -> Any:

@@ -40,6 +40,9 @@ class TuneResult:
     stop_reason: str
     trials: tuple[TrialRecord, ...] = field(default_factory=tuple)
     seconds: float = 0.0
+    # Changes the search's best made that the recommendation leaves out: confirmation measured
+    # the plan without them within TuneConfig.simpler_within of the plan with them.
+    left_out: dict[Setting, Any] = field(default_factory=dict)
 
     def changes(self) -> dict[Setting, Any]:
         """The settings the best point changes from the baseline (empty when not chosen)."""
@@ -78,6 +81,7 @@ def result_document(result: TuneResult) -> dict[str, Any]:
         "ci": [round(result.ci[0], 4), round(result.ci[1], 4)],
         "chosen": result.chosen,
         "changes": _settings_doc(result.changes()),
+        "left_out": _settings_doc(result.left_out),
         "stop_reason": result.stop_reason,
         "seconds": round(result.seconds, 1),
         "trials": [

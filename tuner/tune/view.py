@@ -89,6 +89,8 @@ def render_summary(result: TuneResult) -> Table:
         table.add_row(
             f"{key} on {target}", f"{result.baseline_settings.get((key, target))} -> {value}"
         )
+    if result.left_out:
+        table.add_row("left out", f"{_short(result.left_out)} (no measurable gain)")
     table.add_row(
         "trials", f"{len(result.trials)} in {result.seconds:.0f} s ({result.stop_reason})"
     )
