@@ -76,6 +76,7 @@ def tune_doc() -> dict[str, Any]:
         "ci": [1.52, 1.63],
         "chosen": True,
         "changes": best,
+        "left_out": [{"key": "block.scheduler", "target": "loop4", "value": "kyber"}],
         "stop_reason": "budget",
         "seconds": 40.0,
         "trials": [

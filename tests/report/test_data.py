@@ -62,6 +62,7 @@ def test_tune_run_and_best_so_far() -> None:
     assert run.baseline_settings == {"block.read_ahead_kb (loop4)": 128}
     assert run.best_settings == {"block.read_ahead_kb (loop4)": 4096}
     assert run.chosen and run.ci == (1.52, 1.63)
+    assert run.left_out == {"block.scheduler (loop4)": "kyber"}
     assert best_so_far([3.0, 1.0, 5.0, 4.0]) == [3.0, 3.0, 5.0, 5.0]
 
 

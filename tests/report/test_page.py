@@ -57,6 +57,7 @@ def test_page_with_results_inlines_every_plot(host_root: Path) -> None:
     assert "half power from 256K" in page
     assert "nic-storage-shared-bridge" in page  # the findings table
     assert "61.0 MB/s" in page and "96.1 MB/s" in page and "x1.575 (+57.5%)" in page  # before/after
+    assert "left out, no measurable gain: block.scheduler (loop4) kyber" in page
     assert "No scaling results" not in page
 
 

@@ -7,7 +7,7 @@ what it can, and anything they cannot read becomes None (the section then says h
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 _COUNT_KEYS = ("busy", "n", "count", "ndevices", "devices")
@@ -60,6 +60,7 @@ class TuneRun:
     ci: tuple[float, float] | None
     chosen: bool
     stop_reason: str
+    left_out: dict[str, Any] = field(default_factory=dict)  # the search's, not recommended
 
 
 def scaling_curves(doc: dict[str, Any] | None) -> list[ScalingCurve]:
@@ -130,6 +131,7 @@ def tune_run(doc: dict[str, Any] | None) -> TuneRun | None:
         ci=(float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 else None,
         chosen=bool(doc.get("chosen")),
         stop_reason=str(doc.get("stop_reason", "")),
+        left_out=_settings(doc.get("left_out")),
     )
 
 

@@ -192,6 +192,9 @@ def _before_after(run: TuneRun) -> str:
         if run.ci is not None:
             gain += f", 95% interval x{run.ci[0]:.3f} .. x{run.ci[1]:.3f}"
     verdict = "best recommended" if run.chosen else "baseline kept: no gain beyond the noise"
+    if run.left_out:
+        dropped = ", ".join(f"{escape(key)} {_value(v)}" for key, v in run.left_out.items())
+        verdict += f"; left out, no measurable gain: {dropped}"
     return (
         "<table>\n<tr><th>setting</th><th>before (baseline)</th><th>after (best)</th></tr>\n"
         f"<tr><td>throughput</td><td>{run.baseline_mbps:.1f} MB/s</td>"
