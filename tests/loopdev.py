@@ -19,8 +19,9 @@ import pytest
 
 from tuner.lab.queue import defaults, write_queue
 
-SETTINGS = ("scheduler", "nr_requests", "read_ahead_kb", "max_sectors_kb", "rq_affinity",
-            "nomerges", "write_cache")  # fmt: skip
+# In the order they are put back: rotational and max_sectors_kb move read_ahead_kb (6.17+).
+SETTINGS = ("rotational", "scheduler", "nr_requests", "max_sectors_kb", "rq_affinity",
+            "nomerges", "write_cache", "read_ahead_kb")  # fmt: skip
 
 
 def need_root() -> None:

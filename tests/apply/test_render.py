@@ -50,10 +50,10 @@ def test_block_settings_become_one_udev_rule_per_disk_matched_by_identity(
     assert lines == [
         'ACTION=="add|change", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", '
         f'ATTR{{loop/backing_file}}=="{BACKING}", ATTR{{queue/scheduler}}="mq-deadline", '
-        'ATTR{queue/read_ahead_kb}="4093", ATTR{queue/nr_requests}="512"',
+        'ATTR{queue/nr_requests}="512", ATTR{queue/read_ahead_kb}="4093"',
         'ACTION=="add|change", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", '
         f'ENV{{ID_WWN}}=="{WWN}", ATTR{{queue/read_ahead_kb}}="8192"',
-    ], "the scheduler before the depth it allows; never a kernel name"
+    ], "the scheduler before the depth it allows, readahead last; never a kernel name"
     assert "sda" not in lines[1]
 
 

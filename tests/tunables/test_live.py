@@ -40,8 +40,10 @@ def test_read_ahead_scheduler_and_nr_requests_set_and_restored(loop: str) -> Non
             ("block.nr_requests", loop): 1024,  # deeper than 128: only with the scheduler below
             ("block.scheduler", f"/dev/{loop}"): "mq-deadline",
         })  # fmt: skip
-        assert [a.key for a in applied] == ["block.scheduler", "block.read_ahead_kb",
-                                            "block.nr_requests"], "scheduler first"  # fmt: skip
+        keys = [a.key for a in applied]
+        assert keys == ["block.scheduler", "block.nr_requests", "block.read_ahead_kb"], (
+            "scheduler first, readahead last"
+        )
         assert queue(loop, "read_ahead_kb") == "4096"
         assert queue(loop, "nr_requests") == "1024"
         assert "[mq-deadline]" in queue(loop, "scheduler")
@@ -129,3 +131,40 @@ def test_vm_dirty_background_bytes_gives_the_ratio_back() -> None:
         )
     finally:
         put("vm.dirty_background_ratio", ratio)
+
+
+@pytest.fixture
+def rotational(loop: str) -> str:
+    """The loop device marked rotational, as a disk is: writing max_sectors_kb then moves
+    read_ahead_kb on kernels 6.17 and later (loop_device puts the flag back)."""
+    Path(f"/sys/block/{loop}/queue/rotational").write_text("1")
+    Path(f"/sys/block/{loop}/queue/read_ahead_kb").write_text("128")
+    return loop
+
+
+def test_a_batch_with_max_sectors_and_readahead_reads_back_as_written(rotational: str) -> None:
+    """The engine writes the limit before readahead and reads the whole batch back: both hold
+    what was asked when the trial would start, whatever the kernel couples."""
+    with TunableEngine(Path("/"), None) as engine:
+        applied = engine.apply({
+            ("block.read_ahead_kb", rotational): 256,
+            ("block.max_sectors_kb", rotational): 1024,
+        })  # fmt: skip
+        assert queue(rotational, "read_ahead_kb") == "256"
+        assert queue(rotational, "max_sectors_kb") == "1024"
+        assert {a.key: a.actual for a in applied} == {
+            "block.read_ahead_kb": 256,
+            "block.max_sectors_kb": 1024,
+        }
+    assert queue(rotational, "read_ahead_kb") == "128"
+
+
+def test_readahead_moved_by_max_sectors_alone_is_restored(rotational: str) -> None:
+    before = queue(rotational, "max_sectors_kb")
+    with TunableEngine(Path("/"), None) as engine:
+        engine.apply({("block.max_sectors_kb", rotational): 1024})
+        moved = queue(rotational, "read_ahead_kb")
+    assert (queue(rotational, "max_sectors_kb"), queue(rotational, "read_ahead_kb")) == (
+        before,
+        "128",
+    ), f"readahead was {moved} during the change"

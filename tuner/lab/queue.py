@@ -12,14 +12,17 @@ from pathlib import Path
 
 from tuner.lab.system import SYS_BLOCK
 
-# Restore order matters: nr_requests' limit depends on the scheduler.
+# Restore order matters: nr_requests' limit depends on the scheduler; on a rotational device
+# (kernel 6.17+) marking it rotational or writing max_sectors_kb raises read_ahead_kb, so that
+# goes last (tuner.tunables.table.apply_rank keeps the same order).
 SETTINGS = (
+    "rotational",
     "scheduler",
     "nr_requests",
-    "read_ahead_kb",
     "max_sectors_kb",
     "nomerges",
     "rq_affinity",
+    "read_ahead_kb",
 )
 
 
@@ -44,16 +47,16 @@ def read_queue(device: str) -> dict[str, str]:
 def defaults(device: str) -> dict[str, str]:
     """The kernel's settings for a fresh loop device, in restore order."""
     queue = _queue(device)
-    wanted = {"scheduler": "none"}
+    wanted = {"rotational": "0", "scheduler": "none"}
     tags = SYS_BLOCK / Path(device).name / "mq" / "0" / "nr_tags"
     if tags.exists():  # with scheduler none, nr_requests is the tag set's depth
         wanted["nr_requests"] = tags.read_text().strip()
-    wanted["read_ahead_kb"] = "128"
     max_hw = queue / "max_hw_sectors_kb"
     if max_hw.exists():
         wanted["max_sectors_kb"] = max_hw.read_text().strip()
     wanted["nomerges"] = "0"
     wanted["rq_affinity"] = "1"
+    wanted["read_ahead_kb"] = "128"
     return wanted
 
 

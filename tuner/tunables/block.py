@@ -166,10 +166,15 @@ class NrRequests(IntQueueTunable):
 
 class MaxSectorsKb(IntQueueTunable):
     """The largest request the block layer sends, in KB: at most max_hw_sectors_kb (the kernel
-    would silently clamp), at least a page and a logical block (it refuses less)."""
+    would silently clamp), at least a page and a logical block (it refuses less).
+
+    On a rotational device, kernel 6.17 and later, writing it raises read_ahead_kb to twice the
+    new value (measured on a loop device marked rotational: 128 -> 1024 on writing 512), so
+    read_ahead_kb is saved and restored with it."""
 
     key = "block.max_sectors_kb"
     attr = "max_sectors_kb"
+    coupled = ("block.read_ahead_kb",)
 
     def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
         """Within [max(page, logical block), max_hw_sectors_kb]."""

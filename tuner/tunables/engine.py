@@ -105,10 +105,12 @@ class TunableEngine:
             ids = self.journal.record(self._session, saves)
             for entry, change in zip(entries, ids, strict=True):
                 entry.change = change
-        results: list[Applied] = []
         try:
-            for entry, (_, _, value) in zip(entries, batch, strict=True):
-                results.append(self._write(entry, value))
+            written = [
+                self._write(entry, value)
+                for entry, (_, _, value) in zip(entries, batch, strict=True)
+            ]
+            results = self._settled(entries, written)
         except Exception as err:
             try:
                 self._restore(entries)
@@ -148,6 +150,36 @@ class TunableEngine:
         if self.journal is not None and entry.change is not None:
             self.journal.written(entry.change, actual)
         return Applied(entry.key, entry.target, value, expected, actual, entry.saved.original)
+
+    def _settled(self, entries: list[_Entry], written: list[Applied]) -> list[Applied]:
+        """The batch read back once all of it is written; what a later write moved is written
+        again (once), and what still moves is an error.
+
+        A write can move another attribute (a scheduler resets nr_requests; on a rotational
+        device, kernel 6.17+, max_sectors_kb raises read_ahead_kb): apply_rank orders the
+        batch so that this should not happen, and this read-back makes sure of it, so what a
+        trial or an apply records is what the device holds. A value the kernel adjusted at
+        once (read_ahead_kb 4093 reads 4092) is kept as it read right after its write.
+        """
+        for attempt in (1, 2):
+            moved = [
+                i
+                for i, entry in enumerate(entries)
+                if self.tunables.read(entry.key, entry.target) != written[i].actual
+            ]
+            if not moved:
+                break
+            if attempt == 2:
+                entry, done = entries[moved[0]], written[moved[0]]
+                now = self.tunables.read(entry.key, entry.target)
+                raise TunableError(
+                    f"{entry.key} on {entry.target}: set to {done.actual!r}, but it reads "
+                    f"{now!r} once the rest of the batch is written (a coupled setting keeps "
+                    "moving it)"
+                )
+            for i in moved:
+                written[i] = self._write(entries[i], written[i].requested)
+        return written
 
     # -- restore ---------------------------------------------------------------------------
 

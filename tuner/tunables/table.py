@@ -25,11 +25,21 @@ if set(IMPLEMENTATIONS) != set(TUNABLES):  # pragma: no cover - a programming er
         f"code without a registry key: {sorted(set(IMPLEMENTATIONS) - set(TUNABLES))}"
     )
 
-APPLY_FIRST = ("block.scheduler",)
-"""Keys written before the others of a batch: a new scheduler resets nr_requests, and decides
-how deep it may go, so it goes first."""
+APPLY_ORDER = ("block.scheduler", "block.max_sectors_kb")
+"""Keys written before the others of a batch, in this order. A new scheduler resets nr_requests
+and decides how deep it may go. max_sectors_kb is a limit other values follow: on a rotational
+device (kernel 6.17+) writing it raises read_ahead_kb to twice its value."""
+
+APPLY_LAST = ("block.read_ahead_kb",)
+"""Keys written after everything else: nothing written later in the batch can move them."""
 
 
 def apply_rank(key: str) -> int:
-    """Sort key for a batch: APPLY_FIRST keys, then the rest in the order given."""
-    return 0 if key in APPLY_FIRST else 1
+    """Sort key for a batch: APPLY_ORDER keys in that order, the rest as given, APPLY_LAST last.
+
+    The engine, the udev rules (which udev runs in order), the role's live writes and the
+    daemon's re-applies all follow it, so a value read back after the batch is the value set.
+    """
+    if key in APPLY_ORDER:
+        return APPLY_ORDER.index(key)
+    return len(APPLY_ORDER) + (1 if key in APPLY_LAST else 0)

@@ -46,6 +46,12 @@ options:
     description: Root of the C(/sys) and C(/proc) to use (C(/) live).
     type: path
     default: /
+  verify_only:
+    description: Only read the value back and fail when it is not the expected one (after a
+      batch is written, a later write may have moved an earlier value: on a rotational disk,
+      kernel 6.17+, max_sectors_kb raises read_ahead_kb). Never writes.
+    type: bool
+    default: false
 author: iotuner developers
 """
 
@@ -87,6 +93,7 @@ def main():
             "value": {"type": "raw", "required": True},
             "expected": {"type": "raw"},
             "root": {"type": "path", "default": "/"},
+            "verify_only": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
@@ -104,6 +111,13 @@ def main():
         raw_expected = module.params["expected"]
         before = tunables.read(key, target)
         expected = like(before, value if raw_expected is None else as_value(raw_expected))
+        if module.params["verify_only"]:
+            if before != expected and not module.check_mode:
+                module.fail_json(
+                    msg=f"{shown}: reads {format_value(before)} once the batch is written, "
+                    f"not {format_value(expected)} (a later write moved it)"
+                )
+            module.exit_json(key=key, target=target, changed=False, after=format_value(before))
         result = {
             "key": key,
             "target": target,
