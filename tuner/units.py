@@ -39,3 +39,22 @@ def cpulist(cpus: Iterable[int]) -> str:
         if cpu is not None:
             start = prev = cpu
     return ",".join(runs)
+
+
+_SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """'256M', '1.5GiB', '2g', '65536' -> bytes (K, M, G, T are binary, as fio and the lab's
+    specs read them); ValueError naming the text otherwise."""
+    cleaned = text.strip().lower().removesuffix("b").removesuffix("i")
+    number, unit = cleaned, ""
+    if cleaned and cleaned[-1] in _SIZE_UNITS:
+        number, unit = cleaned[:-1], cleaned[-1]
+    try:
+        value = float(number)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a size (say 512M, 4G or a number of bytes)") from None
+    if not 0 < value < 1 << 60:  # also refuses nan and inf
+        raise ValueError(f"{text!r} is not a size (say 512M, 4G or a number of bytes)")
+    return int(value * _SIZE_UNITS[unit])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -78,11 +78,18 @@ class Rule:
 
 @dataclass(frozen=True)
 class Workload:
-    """A named workload profile and the fio parameters its trials use."""
+    """A named workload profile and the fio parameters its trials use.
+
+    `region`: a user's `--fio-job` placement options (size, offset, offset_increment) and
+    `files`: the existing files it names; a read-only job's trials read those files with that
+    placement, as the job does (profiles have neither).
+    """
 
     name: str
     description: str
     fio: dict[str, Any]
+    region: dict[str, Any] = field(default_factory=dict)
+    files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

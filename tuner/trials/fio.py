@@ -16,7 +16,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -109,6 +109,16 @@ def reads(options: Mapping[str, Any]) -> bool:
     return rw.split(":")[0] in _READ_ONLY_RW | _MIXED_RW
 
 
+def is_random(options: Mapping[str, Any]) -> bool:
+    """True when the job's offsets are random (randread, randwrite, randrw, or a share of
+    random I/O through percentage_random)."""
+    rw = str(options.get("rw", options.get("readwrite", "read")) or "read")
+    if rw.split(":")[0].startswith("rand"):
+        return True
+    share = str(options.get("percentage_random", "0")).split(",")[0].strip()
+    return share.isdigit() and int(share) > 0
+
+
 def file_count(options: Mapping[str, Any]) -> int:
     """How many files each job spreads over (nrfiles; 1 for a single file or device)."""
     return count(options, "nrfiles")
@@ -144,6 +154,7 @@ def job_text(
     ramp_s: float,
     filename: str | None = None,
     region_bytes: int | None = None,
+    own_region: Mapping[str, Any] | None = None,
     directory: str | None = None,
     file_prefix: str | None = None,
     create_only: bool = False,
@@ -156,11 +167,15 @@ def job_text(
     Each of several jobs on one file gets its own slice of the region: buffered readers that
     share offsets would serve each other from the page cache. `io_size` (bytes per job, ramp
     included) ends a job once it has moved that much, even before the runtime is up.
+    `own_region` (the user's size, offset, offset_increment on the user's own file) places the
+    I/O as the user's job does instead.
     """
     ours: dict[str, Any] = {}
     if filename is not None:
         ours["filename"] = _escape(filename)
-        if region_bytes is not None:
+        if own_region is not None:
+            ours.update(own_region)
+        elif region_bytes is not None:
             share = region_bytes // numjobs(options) // _ALIGN * _ALIGN
             if share <= 0:
                 raise IotunerError(f"{filename}: {region_bytes} bytes is too small for a trial")
@@ -236,20 +251,34 @@ def fio_binary() -> str:
     return path
 
 
-def run_fio(text: str, *, timeout_s: float, what: str) -> dict[str, Any]:
-    """Run one job file through fio and return its JSON document; `what` names the target."""
+def run_fio(
+    text: str, *, timeout_s: float, what: str, preexec: Callable[[], None] | None = None
+) -> dict[str, Any]:
+    """Run one job file through fio and return its JSON document; `what` names the target.
+
+    `preexec` runs in the child before fio starts (joining a memory cgroup: memcap.py).
+    """
     fio = fio_binary()
     with tempfile.TemporaryDirectory(prefix="iotuner-fio-") as tmp:
         job, out = Path(tmp, "trial.fio"), Path(tmp, "result.json")
         job.write_text(text)
         command = [fio, "--output-format=json", f"--output={out}", str(job)]
-        code, stdout, stderr = _run(command, cwd=tmp, timeout_s=timeout_s, what=what)
+        code, stdout, stderr = _run(
+            command, cwd=tmp, timeout_s=timeout_s, what=what, preexec=preexec
+        )
         if code != 0:
             raise IotunerError(f"fio on {what} failed: {first_error(stderr, stdout)}")
         return load_json(out.read_text() if out.exists() else "", what)
 
 
-def _run(command: list[str], *, cwd: str, timeout_s: float, what: str) -> tuple[int, str, str]:
+def _run(
+    command: list[str],
+    *,
+    cwd: str,
+    timeout_s: float,
+    what: str,
+    preexec: Callable[[], None] | None = None,
+) -> tuple[int, str, str]:
     """Run fio in its own process group and kill the whole group on a timeout or an
     interrupt: fio forks a process per job, and killing only the parent leaves them running."""
     try:
@@ -260,6 +289,8 @@ def _run(command: list[str], *, cwd: str, timeout_s: float, what: str) -> tuple[
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
+            # Only os calls run there (memcap.MemoryCap.joiner): safe beside our threads.
+            preexec_fn=preexec,
         )
     except FileNotFoundError:
         raise IotunerError(FIO_MISSING) from None

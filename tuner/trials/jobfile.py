@@ -43,7 +43,30 @@ def load_fio_job(path: Path) -> Workload:
         except BadInput as err:
             raise BadInput(f"--fio-job {path}: {err}") from None
     note = f" (iotuner sets {', '.join(ignored)} itself)" if ignored else ""
-    return Workload(name=f"fio-job:{path.name}", description=f"{path}{note}", fio=fio)
+    region = {key: options[key] for key in REGION_OPTIONS if options.get(key) is not None}
+    return Workload(name=f"fio-job:{path.name}", description=f"{path}{note}", fio=fio,
+                    region=region, files=named_files(options))  # fmt: skip
+
+
+# Where a job places its I/O in its file; kept for trials that read the user's own file.
+REGION_OPTIONS = ("size", "offset", "offset_increment")
+
+
+def named_files(options: dict[str, Any]) -> tuple[str, ...]:
+    """The existing regular files a job names (`filename`, colon-separated, `\\:` a literal
+    colon; relative to `directory` when given); names of devices or of files that do not
+    exist yet are left out."""
+    raw = options.get("filename")
+    if not raw:
+        return ()
+    names = [part.replace("\x00", ":") for part in str(raw).replace("\\:", "\x00").split(":")]
+    base = Path(str(options["directory"])) if options.get("directory") else None
+    found = []
+    for name in names:
+        candidate = Path(name) if base is None or Path(name).is_absolute() else base / name
+        if name and candidate.is_file():
+            found.append(str(candidate))
+    return tuple(found)
 
 
 def job_options(text: str, where: str) -> dict[str, Any]:

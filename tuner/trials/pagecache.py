@@ -9,6 +9,10 @@ Three defences (DESIGN.md, "Measurements people can trust"):
 3. after the trial: the bytes the device moved in fio's measurement window (diskstats.py) are
    compared with fio's; when they disagree by more than TOLERANCE, the trial is flagged
    (`compare`, and `compare_below` for a page cache under a loop device).
+
+Production may serve some reads from its own page cache: a trial run with a cache the size
+production leaves (tuner/trials/dataset.py, memcap.py) may serve that share from memory too,
+and only reads from beyond it are flagged.
 """
 
 from __future__ import annotations
@@ -21,6 +25,15 @@ import stat
 from pathlib import Path
 
 from tuner.trials.diskstats import Counters
+from tuner.trials.flags import (
+    CACHE_BELOW,
+    CACHES_KEPT,
+    DATA_SET,
+    PAGE_CACHE,
+    READAHEAD,
+    WRITES_CACHED,
+    Flag,
+)
 from tuner.units import human_bytes
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
@@ -34,7 +47,7 @@ TOLERANCE = 0.25
 MARGIN = 1.5
 
 
-def prepare(buffered: bool, sync_path: str | None = None) -> str | None:
+def prepare(buffered: bool, sync_path: str | None = None) -> Flag | None:
     """Sync, and drop the page cache before a buffered trial; the reason to flag, or None.
 
     With `sync_path` (the trial's device, or its scratch directory) only what lies there is
@@ -51,7 +64,7 @@ def prepare(buffered: bool, sync_path: str | None = None) -> str | None:
         # 3 = the page cache and the dentry/inode caches: a small-files trial reads metadata.
         DROP_CACHES.write_text("3\n")
     except OSError:
-        return "page cache not dropped (needs root): reads may come from memory"
+        return Flag(CACHES_KEPT, "page cache not dropped (needs root): reads may come from memory")
     return None
 
 
@@ -86,38 +99,52 @@ def data_set_bytes(rate_mbps: float, runtime_s: float, ramp_s: float, readahead:
     return int(moved * MARGIN) + readahead
 
 
-def wrapped(read_bytes: int, readahead: int, region: int) -> str | None:
+def wrapped(read_bytes: int, readahead: int, region: int) -> Flag | None:
     """Why a buffered read trial may have re-read cached data, or None: it read (ramp
     included) plus readahead more than its region holds."""
     if read_bytes + readahead <= region:
         return None
-    return (
+    return Flag(
+        DATA_SET,
         f"data set {human_bytes(region)} smaller than the trial read plus readahead "
-        f"({human_bytes(read_bytes + readahead)}): re-reads may come from page cache"
+        f"({human_bytes(read_bytes + readahead)}): re-reads may come from page cache",
     )
 
 
-def compare(fio: Counters, device: Counters) -> str | None:
+def compare(
+    fio: Counters, device: Counters, *, cached_share: float = 0.0, sequential: bool = True
+) -> Flag | None:
     """Why the device's bytes in fio's measurement window disagree with fio's, or None.
 
-    Reads may disagree both ways (served from cache; read ahead far beyond fio); writes only
-    count when the device wrote too little (left in the page cache): writeback of what the
-    ramp wrote into memory lands in the window too, so the device writing more is expected.
+    Reads: at most `cached_share` of fio's may come from the trial's own cache (0: none, the
+    data set is read once; 1: all, production's data set fits in its page cache); fewer
+    device bytes than that, less TOLERANCE, is a page-cache hit beyond what production gets.
+    A sequential reader whose device read far more than fio consumed is flagged too; a random
+    reader's extra bytes are its real cost (readahead it does not use), reported as
+    amplification, not a flag. Writes only count when the device wrote too little (left in
+    the page cache): writeback of what the ramp wrote lands in the window too.
     """
     if fio.read_bytes > 0:
         ratio = device.read_bytes / fio.read_bytes
-        if ratio < 1 - TOLERANCE:
-            return f"device moved {ratio:.0%} of fio's bytes: page cache"
-        if ratio > 1 + TOLERANCE:
-            return f"device moved {ratio:.0%} of fio's bytes: readahead beyond what fio read"
+        floor = (1 - min(max(cached_share, 0.0), 1.0)) * (1 - TOLERANCE)
+        if cached_share < 1 and ratio < floor:
+            allowed = f" (the trial's cache may serve {cached_share:.0%})" if cached_share else ""
+            return Flag(PAGE_CACHE, f"device moved {ratio:.0%} of fio's bytes: page cache{allowed}")
+        if sequential and ratio > 1 + TOLERANCE:
+            return Flag(
+                READAHEAD,
+                f"device moved {ratio:.0%} of fio's bytes: readahead beyond what fio read",
+            )
     if fio.write_bytes > 0:
         ratio = device.write_bytes / fio.write_bytes
         if ratio < 1 - TOLERANCE:
-            return f"device wrote {ratio:.0%} of fio's bytes: writes left in page cache"
+            return Flag(
+                WRITES_CACHED, f"device wrote {ratio:.0%} of fio's bytes: writes left in page cache"
+            )
     return None
 
 
-def compare_below(top: Counters, below: Counters, loop: str, lower: str) -> str | None:
+def compare_below(top: Counters, below: Counters, loop: str, lower: str) -> Flag | None:
     """Why the device under a buffered loop device read less than the loop did, or None.
 
     Only too little counts: other users of the lower device can only add to its bytes.
@@ -126,5 +153,8 @@ def compare_below(top: Counters, below: Counters, loop: str, lower: str) -> str 
         return None
     ratio = below.read_bytes / top.read_bytes
     if ratio < 1 - TOLERANCE:
-        return f"{lower} under {loop} moved {ratio:.0%} of {loop}'s bytes: page cache below"
+        return Flag(
+            CACHE_BELOW,
+            f"{lower} under {loop} moved {ratio:.0%} of {loop}'s bytes: page cache below",
+        )
     return None

@@ -40,7 +40,8 @@ class TrialTarget:
 
     `path`: what fio opens; `devices`: kernel names of the block devices whose /proc/diskstats
     count its I/O; `size_bytes`: the region trials may use; `writable`: writes allowed;
-    `directory`: the scratch file's directory (fio makes multi-file data sets there).
+    `directory`: the scratch file's directory (fio makes multi-file data sets there);
+    `user_file`: the user's own file, which read-only trials read as it is.
     """
 
     path: str
@@ -48,6 +49,7 @@ class TrialTarget:
     size_bytes: int
     writable: bool
     directory: str | None = None
+    user_file: bool = False
 
     @property
     def is_scratch(self) -> bool:
@@ -55,9 +57,14 @@ class TrialTarget:
         return self.directory is not None
 
     @property
+    def through_file_system(self) -> bool:
+        """True when fio reads a file (a scratch file or the user's), not a device."""
+        return self.is_scratch or self.user_file
+
+    @property
     def raw_devices(self) -> tuple[str, ...]:
         """The devices fio reads itself, not through a file system (a device target's)."""
-        return () if self.is_scratch else self.devices
+        return () if self.through_file_system else self.devices
 
     @property
     def scratch_prefix(self) -> str:
@@ -78,6 +85,29 @@ class TrialTarget:
         if destroy_data:
             check_disposable(path)
         return cls(path=path, devices=(name,), size_bytes=size, writable=destroy_data)
+
+    @classmethod
+    def file(cls, path: str | Path) -> TrialTarget:
+        """The user's own file, for trials that only read it: the data the user cares about,
+        read where it lies (never written). BadInput unless it is a regular, non-empty file
+        on a file system with a block device under it."""
+        where = Path(path)
+        if not where.is_file():
+            raise BadInput(f"{where}: not a regular file")
+        size = where.stat().st_size
+        if size <= 0:
+            raise BadInput(f"{where}: the file is empty: nothing to read")
+        topology = live_storage()
+        mount = mount_of_path(where, topology)
+        devices = devices_of_mount(mount, topology) if mount is not None else ()
+        if mount is None or not devices:
+            fstype = mount.fstype if mount is not None else "an unknown file system"
+            raise BadInput(
+                f"{where}: on {fstype}, which has no block device under it: a trial there "
+                "would measure memory, not storage"
+            )
+        return cls(path=str(where.resolve()), devices=devices, size_bytes=size, writable=False,
+                   user_file=True)  # fmt: skip
 
     @classmethod
     @contextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,21 +14,27 @@ from tuner.rules.model import Workload
 from tuner.topology import Topology
 from tuner.trials import pagecache
 from tuner.trials.blockdev import cached_below, live_storage, readahead_bytes
+from tuner.trials.dataset import CacheModel
 from tuner.trials.diskstats import Counters, Sampler
 from tuner.trials.fio import (
     AppParams,
     FioResult,
+    count,
     file_count,
     fio_size,
     invalidates,
     is_buffered,
+    is_random,
     job_text,
     numjobs,
     parse_result,
+    reads,
     run_fio,
     trial_options,
     writes,
 )
+from tuner.trials.flags import CUT_SHORT, DATA_SET, Flag, joined
+from tuner.trials.memcap import FIO_OVERHEAD_BYTES, FilePeak, memory_cap
 from tuner.trials.targets import TrialTarget
 from tuner.units import human_bytes
 
@@ -39,8 +46,10 @@ class TrialResult:
     mbps: read + write MB/s (10^6 bytes) over the runtime; iops; p99_latency_us: completion
     latency (the worse direction); fio_bytes: what fio moved in the runtime (the ramp is left
     out); device_bytes: what the target's devices moved in that same window (/proc/diskstats);
-    seconds: wall time of the whole trial; flagged: why the figures may not be the device's,
-    or None.
+    seconds: wall time of the whole trial; flags: why the figures may not be the device's
+    (tuner/trials/flags.py), empty when they are; cache_limit_bytes: the page cache the trial
+    could use (its memory cgroup's share of its data set), None when unlimited;
+    cache_peak_bytes: the most page cache that cgroup held.
     """
 
     mbps: float
@@ -49,7 +58,20 @@ class TrialResult:
     fio_bytes: int
     device_bytes: int
     seconds: float
-    flagged: str | None = None
+    flags: tuple[Flag, ...] = ()
+    cache_limit_bytes: int | None = None
+    cache_peak_bytes: int | None = None
+
+    @property
+    def flagged(self) -> str | None:
+        """The flags' messages in one line, None when the figures are the device's."""
+        return joined(self.flags)
+
+    @property
+    def amplification(self) -> float | None:
+        """What the device moved per byte the application got (readahead it did not use
+        makes it larger than 1, cache hits smaller); None when fio moved nothing."""
+        return self.device_bytes / self.fio_bytes if self.fio_bytes else None
 
 
 def run_trial(
@@ -61,6 +83,7 @@ def run_trial(
     *,
     drop_caches: bool = True,
     io_cap_bytes: int | None = None,
+    cache: CacheModel | None = None,
 ) -> TrialResult:
     """Run `workload` (with `app` overriding its application parameters) on `target`.
 
@@ -68,7 +91,9 @@ def run_trial(
     target is a device. `drop_caches=False` only syncs, leaving the page cache in place and
     the trial unflagged for it: for measuring the guard itself. `io_cap_bytes` is the most
     the trial may move (io_cap_share); a capped trial that ends early reports fio's bytes
-    over fio's own time, so its MB/s stay true.
+    over fio's own time, so its MB/s stay true. `cache`: production's data set and page
+    cache; a buffered reader whose data set production cannot cache whole runs in a memory
+    cgroup holding the same share of the trial's data (dataset.py, memcap.py).
     """
     started = time.monotonic()
     options = trial_options(workload.fio, app)
@@ -79,6 +104,7 @@ def run_trial(
         layout = job_text(options, runtime_s=0, ramp_s=0, create_only=True, **placement)
         run_fio(layout, timeout_s=timeout, what=target.path)
     buffered = is_buffered(options)
+    limit, cached_share = _cache_share(cache, options, region)
     topology = live_storage()
     below = cached_below(target.devices, topology)
     lower = (below[1],) if below is not None else ()
@@ -88,24 +114,30 @@ def run_trial(
     )
     text = job_text(options, runtime_s=runtime_s, ramp_s=ramp_s, title=workload.name,
                     io_size=io_size, **placement)  # fmt: skip
-    with Sampler((*target.devices, *lower)) as sampler:
-        doc = run_fio(text, timeout_s=timeout, what=target.path)
+    with ExitStack() as stack:
+        cap = None
+        if limit is not None:
+            cap = stack.enter_context(memory_cap(limit + _fio_overhead(options)))
+        peak = stack.enter_context(FilePeak(cap)) if cap is not None else None
+        with Sampler((*target.devices, *lower)) as sampler:
+            doc = run_fio(text, timeout_s=timeout, what=target.path,
+                          preexec=cap.joiner() if cap is not None else None)  # fmt: skip
     fio = parse_result(doc)
     start, end = _window(doc, fio.runtime_s, sampler)
     moved = sampler.between(start, end, target.devices)
-    reasons = [
-        # A capped trial may end before its runtime by design: not a data set read through.
-        _against_fio(options, fio, moved, region, runtime_s if io_size is None else 0.0),
+    # A capped trial may end before its runtime by design: not a data set read through.
+    full_runtime = runtime_s if io_size is None else 0.0
+    found = [
+        _against_fio(options, fio, moved, region, full_runtime, cached_share),
         pagecache.compare_below(moved, sampler.between(start, end, lower), *below)
         if below is not None
         else None,
         _rereads(target, options, fio, sampler, start, region, topology)
-        if buffered and fio.read_bytes
+        if buffered and fio.read_bytes and cached_share == 0
         else None,
         not_dropped,
         _cut_short(fio.runtime_s, runtime_s) if io_size is not None else None,
     ]
-    flagged = "; ".join(reason for reason in reasons if reason) or None
     return TrialResult(
         mbps=fio.mbps,
         iops=fio.iops,
@@ -113,8 +145,39 @@ def run_trial(
         fio_bytes=fio.read_bytes + fio.write_bytes,
         device_bytes=moved.read_bytes + moved.write_bytes,
         seconds=time.monotonic() - started,
-        flagged=flagged,
+        flags=tuple(flag for flag in found if flag is not None),
+        cache_limit_bytes=limit,
+        cache_peak_bytes=peak.peak if peak is not None else None,
     )
+
+
+def _cache_share(
+    cache: CacheModel | None, options: dict[str, Any], region: int
+) -> tuple[int | None, float]:
+    """(the trial's page-cache limit or None, the share of fio's reads memory may serve).
+
+    Only buffered readers cache what they read. Unknown data set: none (each byte is read
+    once); one that fits production's cache: all of it (warm-up); otherwise the cgroup's
+    share of the trial's data set.
+    """
+    if cache is None or not (is_buffered(options) and reads(options)):
+        return None, 0.0
+    if cache.fits:
+        return None, 1.0
+    limit = cache.limit_for(region)
+    if limit is None:
+        return None, 0.0
+    return limit, min(limit / region, 1.0)
+
+
+def _fio_overhead(options: dict[str, Any]) -> int:
+    """fio's own memory in the trial's cgroup: its base plus I/O buffers (bs x iodepth per
+    job, twice for fio's alignment slack)."""
+    try:
+        block = fio_size(options.get("bs", 4096))
+    except ValueError:
+        block = 1 << 20
+    return FIO_OVERHEAD_BYTES + 2 * block * count(options, "iodepth") * numjobs(options)
 
 
 def io_cap_share(
@@ -140,14 +203,15 @@ def io_cap_share(
     return max(share // block * block, block)
 
 
-def _cut_short(measured_s: float, runtime_s: float) -> str | None:
+def _cut_short(measured_s: float, runtime_s: float) -> Flag | None:
     """Why a capped trial's figure may not be the steady state: the cap ended it in less than
     half its runtime (or in the ramp, whose start fio then counts)."""
     if measured_s >= runtime_s / 2:
         return None
-    return (
+    return Flag(
+        CUT_SHORT,
         f"the I/O cap ended it after {measured_s:.2f} s of the {runtime_s:g} s runtime: "
-        "a short measurement"
+        "a short measurement",
     )
 
 
@@ -162,6 +226,11 @@ def _placement(
             "scratch file or to a device named with --destroy-data"
         )
     files = file_count(options)
+    if target.user_file:
+        # The user's own file, read as the job places its reads (every job from offset 0 of
+        # `size` unless the job says otherwise): that is the workload whose speed counts.
+        region = user_region_bytes(workload, target)
+        return {"filename": target.path, "own_region": workload.region}, region
     if files == 1:
         return {"filename": target.path, "region_bytes": target.size_bytes}, target.size_bytes
     if target.directory is None:
@@ -186,18 +255,58 @@ def _placement(
     return {"directory": target.directory, "file_prefix": prefix}, region
 
 
+def user_region_bytes(workload: Workload, target: TrialTarget) -> int:
+    """The bytes of the user's file its jobs read: from `offset` to the end of the last job's
+    `size` (each job `offset_increment` further on), capped at the file; `size` and the
+    offsets in bytes or as a percentage of the file; the whole file when the job says none."""
+    region = workload.region
+    file = target.size_bytes
+    size = _file_share(workload, "size", region.get("size"), file, default=file)
+    offset = _file_share(workload, "offset", region.get("offset"), file, default=0)
+    step = _file_share(workload, "offset_increment", region.get("offset_increment"), file,
+                       default=0)  # fmt: skip
+    end = offset + step * (numjobs(workload.fio) - 1) + size
+    return max(min(end, file) - min(offset, file), 1)
+
+
+def _file_share(workload: Workload, key: str, value: Any, file: int, *, default: int) -> int:
+    """A placement option in bytes: "1g", "25%" of the file, or `default` when absent."""
+    text = "" if value is None else str(value).strip()
+    if not text:
+        return default
+    try:
+        if text.endswith("%"):
+            return int(file * float(text[:-1]) / 100)
+        return fio_size(text)
+    except ValueError:
+        raise BadInput(
+            f"workload {workload.name}: {key}={text}: not a size iotuner reads"
+        ) from None
+
+
 def _against_fio(
-    options: dict[str, Any], fio: FioResult, moved: Counters, region: int, runtime_s: float
-) -> str | None:
+    options: dict[str, Any],
+    fio: FioResult,
+    moved: Counters,
+    region: int,
+    runtime_s: float,
+    cached_share: float,
+) -> Flag | None:
     """The device's bytes in fio's window against fio's (pagecache.compare)."""
     if file_count(options) > 1 and fio.runtime_s < runtime_s / 2:
         # One pass over the files (no time_based there) ended early, maybe within the ramp,
         # where fio's figures mix ramp and runtime: nothing to compare them with.
-        return (
+        return Flag(
+            DATA_SET,
             f"data set {human_bytes(region)} read through in {fio.runtime_s:.1f} s of the "
-            f"{runtime_s:g} s runtime: too small to measure"
+            f"{runtime_s:g} s runtime: too small to measure",
         )
-    return pagecache.compare(Counters(fio.read_bytes, fio.write_bytes), moved)
+    return pagecache.compare(
+        Counters(fio.read_bytes, fio.write_bytes),
+        moved,
+        cached_share=cached_share,
+        sequential=not is_random(options),
+    )
 
 
 def _rereads(
@@ -208,7 +317,7 @@ def _rereads(
     start: float,
     region: int,
     topology: Topology,
-) -> str | None:
+) -> Flag | None:
     """Why a buffered read trial may have re-read its data from memory (pagecache.wrapped).
 
     Only where fio was told to keep cached pages between passes (invalidate=0); otherwise fio
@@ -233,4 +342,4 @@ def _window(doc: dict[str, Any], runtime_s: float, sampler: Sampler) -> tuple[fl
 
 
 def _path_for_bdi(target: TrialTarget) -> Path | None:
-    return Path(target.path) if target.is_scratch else None
+    return Path(target.path) if target.through_file_system else None
