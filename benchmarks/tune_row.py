@@ -213,7 +213,7 @@ class Row:
     def measure(self, settings: Mapping[Setting, Value], label: str, detail: str = "") -> float:
         """Apply `settings`, run one trial, restore; MB/s."""
         result = trial_with(self.engine, settings, self.target, self.workload, None,
-                            self.plan.runtime_s, self.plan.ramp_s)  # fmt: skip
+                            self.plan.runtime_s, self.plan.ramp_s).result  # fmt: skip
         self.trials += 1
         note = f"  FLAGGED: {result.flagged}" if result.flagged else ""
         self.flagged += result.flagged is not None

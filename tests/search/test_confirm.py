@@ -119,7 +119,7 @@ def test_a_failed_trial_means_refusal_not_a_crash() -> None:
 
 def test_no_candidates_keeps_the_baseline() -> None:
     result = confirm(lambda _p: 50.0, BASE, [BASE], rounds=2)
-    assert (result.chosen, result.gain, result.baseline_mbps, result.recommended) == (
+    assert (result.chosen, result.gain, result.baseline_score, result.recommended) == (
         False,
         1.0,
         50.0,

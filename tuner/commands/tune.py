@@ -15,7 +15,7 @@ from rich.console import Console
 
 from probes.host import probe_host
 from probes.hostfs import HostFS
-from tuner.errors import BadInput
+from tuner.errors import BadInput, IotunerError
 from tuner.journal import Journal
 from tuner.lab.session import lab_session
 from tuner.plan import plan_from_tune, write_plan
@@ -25,11 +25,14 @@ from tuner.rules.model import RuleBase, Workload
 from tuner.search.space import APP
 from tuner.signals import restore_on_signals
 from tuner.topology import Machine
-from tuner.trials.fio import writes
+from tuner.trials.dataset import CacheModel, job_data_set
+from tuner.trials.fio import file_count, is_buffered, reads, writes
 from tuner.trials.idle import wait_until_idle
 from tuner.trials.jobfile import load_fio_job
 from tuner.trials.targets import TrialTarget
+from tuner.trials.trial import user_region_bytes
 from tuner.tunables.engine import TunableEngine
+from tuner.tune.objective import OBJECTIVES, objective_for
 from tuner.tune.result import result_document
 from tuner.tune.setup import (
     current_point,
@@ -38,6 +41,7 @@ from tuner.tune.setup import (
     tune_space,
 )
 from tuner.tune.view import TuneView, render_summary
+from tuner.units import parse_size
 
 MAIN_JOB_LAB = "single-disk"
 IDLE_WAIT_S = 60.0
@@ -61,8 +65,12 @@ def tune(
         bool, typer.Option(help="Also search block size, queue depth, jobs, direct I/O.")
     ] = False,
     objective: Annotated[
-        str, typer.Option(help="throughput (MB/s) or latency (p99).")
-    ] = "throughput",
+        str,
+        typer.Option(
+            help="auto (IOPS for random requests of 64 KiB or less, MB/s otherwise), "
+            "throughput (MB/s), iops or latency (p99)."
+        ),
+    ] = "auto",
     destroy_data: Annotated[
         str | None,
         typer.Option(help="A device whose data may be destroyed: write trials go to it."),
@@ -89,6 +97,19 @@ def tune(
     io_cap: Annotated[
         int | None, typer.Option(help="The most MB (10^6 bytes) one trial may move.", min=1)
     ] = None,
+    data_set: Annotated[
+        str | None,
+        typer.Option(
+            help="Production's working set (512M, 40G); default: what the --fio-job names."
+        ),
+    ] = None,
+    cache_memory: Annotated[
+        str | None,
+        typer.Option(
+            help="Memory production leaves to the page cache (4G); default: this host's "
+            "MemAvailable."
+        ),
+    ] = None,
 ) -> None:
     """Measure the baseline, search host settings with short fio trials, confirm the winner.
 
@@ -98,8 +119,8 @@ def tune(
     Exit codes: 0 done, 1 a trial failed (or --idle-below found the devices busy before the
     baseline), 2 bad input.
     """
-    if objective not in ("throughput", "latency"):
-        raise BadInput(f"--objective {objective}: use throughput or latency")
+    if objective not in ("auto", *OBJECTIVES):
+        raise BadInput(f"--objective {objective}: use auto, {', '.join(OBJECTIVES)}")
     if os.geteuid() != 0:
         raise BadInput("tune changes kernel settings and drops caches: run it as root")
     if plan_out is not None and not plan_out.parent.is_dir():
@@ -110,11 +131,18 @@ def tune(
     from tuner.tune.session import Tune, TuneConfig
 
     cap = None if io_cap is None else io_cap * 10**6
-    config = TuneConfig(budget=budget, time_s=time_s, runtime_s=runtime, ramp_s=ramp,
-                        objective=objective, seed=seed, io_cap_bytes=cap)  # fmt: skip
+    goal = objective_for(chosen.fio) if objective == "auto" else objective
     console = Console(stderr=as_json)
     with ExitStack() as stack:
         trial_target = stack.enter_context(_target(target, destroy_data, chosen, console))
+        cache = cache_model(chosen, trial_target, data_set, cache_memory)
+        if cache is not None:
+            console.print(cache.describe(), style="dim", highlight=False)
+        if cache is not None and cache.fits and is_buffered(chosen.fio):
+            ramp = 0.0  # the warm-up is what is measured: a ramp would hide it
+        config = TuneConfig(budget=budget, time_s=time_s, runtime_s=runtime, ramp_s=ramp,
+                            objective=goal, seed=seed, io_cap_bytes=cap,
+                            cache=cache)  # fmt: skip
         topology = probe_host(HostFS("/"))
         dirtyable = host_dirtyable_bytes(topology)
         space = tune_space(topology, trial_target.devices, chosen, app_params, dirtyable)
@@ -172,18 +200,29 @@ def _workload(base: RuleBase, name: str, fio_job: Path | None) -> Workload:
 def _target(
     target: str | None, destroy_data: str | None, workload: Workload, console: Console
 ) -> Iterator[TrialTarget]:
-    """The trial target: the lab (main job), a device, or a scratch file in a directory."""
-    if target is None and destroy_data is None:
+    """The trial target: the user's own file (a read-only --fio-job naming one), the lab
+    (main job), a device, or a scratch file in a directory."""
+    if target is None and destroy_data is None and not workload.files:
         console.print(f"no --target: bringing up the lab's {MAIN_JOB_LAB}", style="dim")
         with lab_session(MAIN_JOB_LAB) as lab:
             # The lab's disks are iotuner's own, made for trials: writes may go there.
             yield TrialTarget.device(lab.disks[0].device, destroy_data=True)
         console.print("lab torn down", style="dim")
         return
+    if workload.files and not writes(workload.fio):
+        yield _users_file(workload, target)
+        return
     path = target or destroy_data
     assert path is not None
     if Path(path).is_dir():
-        with TrialTarget.scratch(path) as scratch:
+        # The job's own data set when it names one (a 256 MiB write burst is not a 1 GiB
+        # one: the dirty thresholds treat them differently), else the default scratch size.
+        size = (
+            job_data_set({**workload.fio, **workload.region})
+            if file_count(workload.fio) == 1
+            else None
+        )
+        with TrialTarget.scratch(path, size) as scratch:
             yield scratch
         return
     device = TrialTarget.device(
@@ -195,3 +234,69 @@ def _target(
             "if its data may be destroyed, or give a directory for a scratch file"
         )
     yield device
+
+
+def _users_file(workload: Workload, target: str | None) -> TrialTarget:
+    """The one existing file a read-only --fio-job names, as the trial target: its trials read
+    the user's own data. With --target, the file must lie there (a directory above it, or the
+    device its file system is on)."""
+    if len(workload.files) > 1:
+        raise BadInput(
+            f"{workload.name} reads {len(workload.files)} files ({', '.join(workload.files)}); "
+            "a trial reads one: give the job one filename="
+        )
+    found = TrialTarget.file(workload.files[0])
+    if target is None:
+        return found
+    where = Path(target)
+    if where.is_dir():
+        inside = Path(found.path).is_relative_to(where.resolve())
+    else:
+        device = TrialTarget.device(target)
+        inside = bool(set(device.devices) & set(found.devices))
+    if not inside:
+        raise BadInput(f"--target {target}: {workload.name} reads {found.path}, which is not there")
+    return found
+
+
+def cache_model(
+    workload: Workload, target: TrialTarget, data_set: str | None, cache_memory: str | None
+) -> CacheModel | None:
+    """Production's data set and page cache for a buffered reader (None for other jobs, and
+    when neither the job, the target nor --data-set says how large the data set is)."""
+    if not (is_buffered(workload.fio) and reads(workload.fio)):
+        if data_set is not None or cache_memory is not None:
+            raise BadInput(
+                "--data-set and --cache-memory concern buffered reads; this job "
+                "does not read through the page cache"
+            )
+        return None
+    size = _size_option("--data-set", data_set)
+    cache = _size_option("--cache-memory", cache_memory) or host_cache_bytes()
+    if size is None and target.user_file:
+        size = user_region_bytes(workload, target)  # the part of the user's file the job reads
+    elif size is None:
+        size = job_data_set({**workload.fio, **workload.region})
+    if size is None and cache_memory is None:
+        return None
+    return CacheModel(size, cache)
+
+
+def _size_option(option: str, text: str | None) -> int | None:
+    """A size option's bytes (None when not given); BadInput naming the option."""
+    try:
+        return None if text is None else parse_size(text)
+    except ValueError as err:
+        raise BadInput(f"{option}: {err}") from None
+
+
+def host_cache_bytes() -> int:
+    """This host's MemAvailable: what its page cache may grow to without taking memory from
+    the processes running now."""
+    text = HostFS("/").read("proc/meminfo") or ""
+    for line in text.splitlines():
+        name, _, rest = line.partition(":")
+        fields = rest.split()
+        if name == "MemAvailable" and fields and fields[0].isdigit():
+            return int(fields[0]) * 1024
+    raise IotunerError("/proc/meminfo has no MemAvailable: give --cache-memory")

@@ -7,6 +7,11 @@ them alike, then estimates each candidate's gain with a confidence interval. A c
 recommended only when its interval's lower bound is above 1: otherwise the current settings stay.
 Among the candidates that pass, one with fewer changes wins when its mean is within
 `simpler_within` of the safest: a change that buys nothing measurable is a change not made.
+
+A measurement may come back flagged (its figures are not the device's: page cache, a data set
+read through; tuner/trials/flags.py): a candidate with a flagged sample is refused whatever its
+figures, and a flagged baseline sample leaves nothing to compare with, so nothing is chosen.
+For IOPS, a candidate whose p99 latency rose by more than `p99_rise` is refused too.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 from scipy import stats
 
@@ -23,16 +29,39 @@ from tuner.search.space import Point, point_key
 
 
 @dataclass(frozen=True)
+class Sample:
+    """One confirmation measurement: the score (higher is better: MB/s, IOPS), the p99
+    latency in microseconds when known, and why its figures are not the device's, or None."""
+
+    score: float
+    p99_us: float | None = None
+    flag: str | None = None
+
+
+Measure: TypeAlias = Callable[[Point], "float | Sample"]
+
+
+@dataclass(frozen=True)
 class Comparison:
-    """One candidate against the baseline: its mean, cv, gain and the gain's interval."""
+    """One candidate against the baseline: its mean, cv, gain and the gain's interval.
+
+    `refused`: why it cannot be recommended whatever its interval (a flagged sample, a p99
+    that rose), or None.
+    """
 
     point: Point
-    mbps: float
+    score: float
     cv: float
     gain: float
     ci_low: float
     ci_high: float
     samples: tuple[float, ...]
+    refused: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        """True when the candidate is a gain: interval above 1 and nothing refused it."""
+        return self.refused is None and self.ci_low > 1.0
 
 
 @dataclass(frozen=True)
@@ -40,15 +69,15 @@ class Confirmation:
     """The outcome. `chosen` False means keep the baseline: see `recommended`.
 
     best_* describe the candidate with the best lower bound, also when it was refused, so a
-    report can say what was found and why it is not recommended. gain = best_mbps /
-    baseline_mbps; [ci_low, ci_high] is its interval (Welch's t on log values, widened by
+    report can say what was found and why it is not recommended. gain = best_score /
+    baseline_score; [ci_low, ci_high] is its interval (Welch's t on log values, widened by
     Bonferroni for the number of candidates compared).
     """
 
     best_point: Point
-    baseline_mbps: float
+    baseline_score: float
     baseline_cv: float
-    best_mbps: float
+    best_score: float
     best_cv: float
     gain: float
     ci_low: float
@@ -57,6 +86,7 @@ class Confirmation:
     rounds: int
     baseline_point: Point = field(default_factory=dict)
     comparisons: tuple[Comparison, ...] = ()
+    note: str | None = None  # why nothing could be chosen, beyond "no gain"
 
     @property
     def recommended(self) -> Point:
@@ -100,21 +130,25 @@ def gain_interval(
 
 
 def confirm(
-    measure: Callable[[Point], float],
+    measure: Measure,
     baseline: Point,
     candidates: Sequence[Point],
     rounds: int = 3,
     level: float = 0.95,
     simpler_within: float = 0.0,
+    p99_rise: float | None = None,
 ) -> Confirmation:
     """Measure baseline and candidates interleaved `rounds` times and pick a winner, or none.
 
-    `measure(point)` runs one trial and returns MB/s (higher is better). A candidate passes
-    when its interval's lower bound exceeds 1.0. The safest of those has the highest lower
-    bound; the winner is the one changing the fewest settings among the passing candidates
-    whose mean is at least (1 - `simpler_within`) of the safest's, the highest lower bound
-    breaking ties. With none passing, the best lower bound is reported and nothing is chosen.
-    Candidates equal to the baseline or to each other are measured once.
+    `measure(point)` runs one trial and returns its score (higher is better: MB/s, IOPS) or a
+    Sample with its p99 and flag. A candidate passes when its interval's lower bound exceeds
+    1.0, none of its samples is flagged and, with `p99_rise`, its mean p99 is at most
+    (1 + p99_rise) times the baseline's. The safest of those has the highest lower bound; the
+    winner is the one changing the fewest settings among the passing candidates whose mean is
+    at least (1 - `simpler_within`) of the safest's, the highest lower bound breaking ties.
+    With none passing, the best lower bound is reported and nothing is chosen; a flagged
+    baseline sample chooses nothing either. Candidates equal to the baseline or to each other
+    are measured once.
     """
     if rounds < 2:
         raise ValueError("confirmation needs at least two rounds to estimate the noise")
@@ -124,41 +158,74 @@ def confirm(
         if point_key(point) not in seen:
             seen.add(point_key(point))
             unique.append(point)
-    base_samples: list[float] = []
-    cand_samples: list[list[float]] = [[] for _ in unique]
+    base_samples: list[Sample] = []
+    cand_samples: list[list[Sample]] = [[] for _ in unique]
     for _ in range(rounds):
-        base_samples.append(measure(baseline))
+        base_samples.append(_sample(measure(baseline)))
         for samples, point in zip(cand_samples, unique, strict=True):
-            samples.append(measure(point))
-    base_mean = statistics.fmean(base_samples)
+            samples.append(_sample(measure(point)))
+    base_scores = [s.score for s in base_samples]
+    base_mean = statistics.fmean(base_scores)
+    base_p99 = _mean_p99(base_samples)
     # Bonferroni: with k candidates each interval is at 1 - (1 - level) / k, so the chance that
     # any useless candidate looks significant stays at most 1 - level.
     each = 1 - (1 - level) / max(len(unique), 1)
     comparisons = []
     for point, samples in zip(unique, cand_samples, strict=True):
-        low, high = gain_interval(base_samples, samples, each)
-        mean = statistics.fmean(samples)
+        scores = [s.score for s in samples]
+        low, high = gain_interval(base_scores, scores, each)
+        mean = statistics.fmean(scores)
         gain = mean / base_mean if base_mean > 0 else math.inf
-        comparisons.append(Comparison(point, mean, cv_of(samples), gain, low, high, tuple(samples)))
-    base_cv = cv_of(base_samples)
+        refused = _refusal(samples, base_p99, p99_rise)
+        comparisons.append(Comparison(point, mean, cv_of(scores), gain, low, high,
+                                      tuple(scores), refused))  # fmt: skip
+    base_cv = cv_of(base_scores)
+    flagged = next((s.flag for s in base_samples if s.flag), None)
+    note = (
+        f"a baseline measurement was flagged ({flagged}): nothing to compare with"
+        if flagged
+        else None
+    )
     if not comparisons:
         return Confirmation(
             dict(baseline), base_mean, base_cv, base_mean, base_cv, 1.0, 1.0, 1.0,
-            chosen=False, rounds=rounds, baseline_point=dict(baseline),
+            chosen=False, rounds=rounds, baseline_point=dict(baseline), note=note,
         )  # fmt: skip
     best = _winner(comparisons, baseline, simpler_within)
     return Confirmation(
-        dict(best.point), base_mean, base_cv, best.mbps, best.cv, best.gain,
-        best.ci_low, best.ci_high, chosen=best.ci_low > 1.0, rounds=rounds,
-        baseline_point=dict(baseline), comparisons=tuple(comparisons),
+        dict(best.point), base_mean, base_cv, best.score, best.cv, best.gain,
+        best.ci_low, best.ci_high, chosen=best.passed and note is None, rounds=rounds,
+        baseline_point=dict(baseline), comparisons=tuple(comparisons), note=note,
     )  # fmt: skip
+
+
+def _sample(measured: float | Sample) -> Sample:
+    return measured if isinstance(measured, Sample) else Sample(float(measured))
+
+
+def _mean_p99(samples: Sequence[Sample]) -> float | None:
+    known = [s.p99_us for s in samples if s.p99_us is not None]
+    return statistics.fmean(known) if known else None
+
+
+def _refusal(samples: Sequence[Sample], base_p99: float | None, rise: float | None) -> str | None:
+    """Why a candidate cannot pass whatever its interval: a flagged sample, or a p99 latency
+    that rose by more than `rise` over the baseline's."""
+    flagged = next((s.flag for s in samples if s.flag), None)
+    if flagged:
+        return f"a confirmation trial was flagged: {flagged}"
+    p99 = _mean_p99(samples)
+    if rise is not None and base_p99 and p99 is not None and p99 > base_p99 * (1 + rise):
+        return f"p99 latency rose from {base_p99:.0f} to {p99:.0f} µs"
+    return None
 
 
 def _winner(comparisons: list[Comparison], baseline: Point, simpler_within: float) -> Comparison:
     """The comparison to report: see `confirm`."""
-    passed = [c for c in comparisons if c.ci_low > 1.0]
+    passed = [c for c in comparisons if c.passed]
     if not passed:
-        return max(comparisons, key=lambda c: c.ci_low)
+        eligible = [c for c in comparisons if c.refused is None] or comparisons
+        return max(eligible, key=lambda c: c.ci_low)
     safest = max(passed, key=lambda c: c.ci_low)
-    close = [c for c in passed if c.mbps >= safest.mbps * (1.0 - simpler_within)]
+    close = [c for c in passed if c.score >= safest.score * (1.0 - simpler_within)]
     return min(close, key=lambda c: (changes_from(c.point, baseline), -c.ci_low))

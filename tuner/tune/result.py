@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
+
+from tuner.trials.flags import Flag, joined
 
 Setting = tuple[str, str]  # (tunable key, target)
 
 
 @dataclass(frozen=True)
 class TrialRecord:
-    """One measured point of the search."""
+    """One measured point of the search.
+
+    `settings`: the point asked for; `had`: what the devices held while the trial ran (the
+    batch read back after all of it was written, and the queue settings it did not name).
+    `flags`: why its figures may not be the device's; `set_aside`: they are not (it can
+    never be the recommendation); `told`: what the search was told of a set-aside trial
+    (tuner/tune/guards.py), "-" for an honest one or outside the search. `amplification`: the
+    device's bytes per byte fio moved.
+    """
 
     number: int
     settings: dict[Setting, Any]
@@ -18,21 +29,36 @@ class TrialRecord:
     p99_latency_us: float | None
     seconds: float
     phase: str  # baseline, initial, search or confirm
-    flagged: str | None = None
+    flags: tuple[Flag, ...] = ()
+    iops: float = 0.0
+    amplification: float | None = None
+    had: dict[Setting, Any] = field(default_factory=dict)
+    told: str = "-"
+    set_aside: bool = False
+
+    @property
+    def flagged(self) -> str | None:
+        """The flags' messages in one line, None when the figures are the device's."""
+        return joined(self.flags)
 
 
 @dataclass(frozen=True)
 class TuneResult:
-    """The outcome: `chosen` False means the baseline stays (no gain beyond the noise)."""
+    """The outcome: `chosen` False means the baseline stays (no gain beyond the noise).
+
+    Scores are in the objective's unit (`unit`: MB/s, IOPS, or completions per second of the
+    p99 latency), higher is better; `gain` is best over baseline. `refused`: why confirmation
+    candidates could not be recommended beyond "no gain" (a flagged trial, a p99 that rose).
+    """
 
     target: str
     workload: str
     objective: str
     baseline_settings: dict[Setting, Any]
-    baseline_mbps: float
+    baseline_score: float
     baseline_cv: float
     best_settings: dict[Setting, Any]
-    best_mbps: float
+    best_score: float
     best_cv: float
     gain: float
     ci: tuple[float, float]
@@ -43,6 +69,9 @@ class TuneResult:
     # Changes the search's best made that the recommendation leaves out: confirmation measured
     # the plan without them within TuneConfig.simpler_within of the plan with them.
     left_out: dict[Setting, Any] = field(default_factory=dict)
+    unit: str = "MB/s"
+    refused: tuple[str, ...] = ()
+    cache_note: str | None = None
 
     def changes(self) -> dict[Setting, Any]:
         """The settings the best point changes from the baseline (empty when not chosen)."""
@@ -54,11 +83,48 @@ class TuneResult:
             if self.baseline_settings.get(slot) != value
         }
 
+    def confirmed(self, settings: dict[Setting, Any]) -> list[TrialRecord]:
+        """The confirmation trials of one point (the baseline's: `baseline_settings`)."""
+        return [t for t in self.trials if t.phase == "confirm" and t.settings == settings]
+
+    def mbps_of(self, settings: dict[Setting, Any]) -> float | None:
+        """The mean MB/s a point measured in confirmation, None when it was not confirmed."""
+        runs = self.confirmed(settings)
+        return statistics.fmean(t.mbps for t in runs) if runs else None
+
+    def amplification_of(self, settings: dict[Setting, Any]) -> float | None:
+        """The device's bytes per byte the application got, over a point's confirmation."""
+        known = [t.amplification for t in self.confirmed(settings) if t.amplification]
+        return statistics.fmean(known) if known else None
+
+    @property
+    def baseline_mbps(self) -> float:
+        """The baseline's MB/s in confirmation (in its own trials when there was none)."""
+        found = self.mbps_of(self.baseline_settings)
+        if found is None:
+            base = [t.mbps for t in self.trials if t.phase == "baseline"]
+            return statistics.fmean(base) if base else 0.0
+        return found
+
+    @property
+    def best_mbps(self) -> float:
+        """The best candidate's MB/s in confirmation (the baseline's when none was)."""
+        found = self.mbps_of(self.best_settings)
+        return self.baseline_mbps if found is None else found
+
+    def set_aside(self) -> list[TrialRecord]:
+        """The trials whose figures were not the device's: never a winner."""
+        return [t for t in self.trials if t.set_aside]
+
 
 def _settings_doc(settings: dict[Setting, Any]) -> list[dict[str, Any]]:
     return [
         {"key": key, "target": target, "value": value} for (key, target), value in settings.items()
     ]
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
 
 
 def result_document(result: TuneResult) -> dict[str, Any]:
@@ -67,21 +133,32 @@ def result_document(result: TuneResult) -> dict[str, Any]:
         "target": result.target,
         "workload": result.workload,
         "objective": result.objective,
+        "unit": result.unit,
+        "cache": result.cache_note,
         "baseline": {
             "settings": _settings_doc(result.baseline_settings),
+            "score": round(result.baseline_score, 2),
             "mbps": round(result.baseline_mbps, 2),
             "cv": round(result.baseline_cv, 4),
+            "amplification": _rounded(result.amplification_of(result.baseline_settings), 3),
         },
         "best": {
             "settings": _settings_doc(result.best_settings),
+            "score": round(result.best_score, 2),
             "mbps": round(result.best_mbps, 2),
             "cv": round(result.best_cv, 4),
+            "amplification": _rounded(result.amplification_of(result.best_settings), 3),
         },
         "gain": round(result.gain, 4),
         "ci": [round(result.ci[0], 4), round(result.ci[1], 4)],
         "chosen": result.chosen,
         "changes": _settings_doc(result.changes()),
         "left_out": _settings_doc(result.left_out),
+        "refused": list(result.refused),
+        "set_aside": [
+            {"number": t.number, "phase": t.phase, "reason": t.flagged, "told": t.told}
+            for t in result.set_aside()
+        ],
         "stop_reason": result.stop_reason,
         "seconds": round(result.seconds, 1),
         "trials": [
@@ -89,10 +166,15 @@ def result_document(result: TuneResult) -> dict[str, Any]:
                 "number": t.number,
                 "phase": t.phase,
                 "settings": _settings_doc(t.settings),
+                "had": _settings_doc(t.had),
                 "mbps": round(t.mbps, 2),
+                "iops": round(t.iops, 1),
                 "p99_latency_us": t.p99_latency_us,
+                "amplification": _rounded(t.amplification, 3),
                 "seconds": round(t.seconds, 2),
                 "flagged": t.flagged,
+                "flags": [flag.kind for flag in t.flags],
+                "told": t.told,
             }
             for t in result.trials
         ],

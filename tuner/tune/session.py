@@ -1,37 +1,36 @@
 """One tune: baseline, initial points, Bayesian search, confirmation, always restoring the host.
 
-Every trial's settings go through the TunableEngine (journaled before they are written), and
-the engine restores the originals when the tune ends, however it ends: tune recommends, apply
-applies.
+Every trial's settings go through the TunableEngine (journaled before they are written, the
+whole batch read back before the trial runs), and the engine restores the originals when the
+tune ends, however it ends: tune recommends, apply applies. A trial whose figures are not the
+device's never becomes the recommendation (tuner/tune/guards.py).
 """
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from tuner.rules.model import Workload
-from tuner.search.confirm import Confirmation, confirm
-from tuner.search.optimizer import (
-    Optimizer,
-    SkoptOptimizer,
-    Step,
-    latency_value,
-    should_stop,
-    throughput_value,
-)
+from tuner.search.confirm import Confirmation, Sample, confirm
+from tuner.search.optimizer import Optimizer, SkoptOptimizer, Step, should_stop
+from tuner.search.rounding import rounded
 from tuner.search.simplify import simplest
-from tuner.search.space import APP, Point, SearchSpace, point_key
+from tuner.search.space import APP, DEVICE_KEYS, Point, SearchSpace, point_key
+from tuner.trials.dataset import CacheModel
 from tuner.trials.fio import AppParams
+from tuner.trials.flags import joined
 from tuner.trials.idle import DevicesBusy
 from tuner.trials.targets import TrialTarget
 from tuner.trials.trial import TrialResult, run_trial
+from tuner.tunables.base import TunableError
 from tuner.tunables.engine import TunableEngine
-from tuner.tune.result import TrialRecord, TuneResult
+from tuner.tune import guards
+from tuner.tune.objective import Objective, objective_named
+from tuner.tune.result import Setting, TrialRecord, TuneResult
 
 
 @dataclass(frozen=True)
@@ -42,7 +41,7 @@ class TuneConfig:
     time_s: float | None = None
     runtime_s: float = 4.0
     ramp_s: float = 1.0
-    objective: str = "throughput"  # or "latency" (p99)
+    objective: str = "throughput"  # or "iops" or "latency" (p99): tuner/tune/objective.py
     seed: int = 0
     baseline_repeats: int = 3
     confirm_rounds: int = 3
@@ -53,6 +52,17 @@ class TuneConfig:
     # 0.3-0.7 %): at 2 % the single disk's read plan lost a bfq and queue change that measured
     # 0.9 % faster in every round, and with it the lead over the bare readahead rule.
     simpler_within: float = 0.005
+    # Production's data set and page cache (tune --data-set, --cache-memory): a buffered
+    # reader's trials cache the same share of their data (tuner/trials/dataset.py).
+    cache: CacheModel | None = None
+
+
+@dataclass(frozen=True)
+class PointTrial:
+    """One trial at a point: what it measured, and what the devices really held meanwhile."""
+
+    result: TrialResult
+    had: dict[Setting, Any]
 
 
 def trial_with(
@@ -64,16 +74,36 @@ def trial_with(
     runtime_s: float,
     ramp_s: float,
     io_cap_bytes: int | None = None,
-) -> TrialResult:
-    """Apply host `settings`, run one trial, and put the host back whatever happened."""
+    cache: CacheModel | None = None,
+) -> PointTrial:
+    """Apply host `settings`, run one trial, and put the host back whatever happened.
+
+    `had` is the batch as read back after all of it was written, plus the queue settings of
+    the target's devices the batch did not name (a write may move them: on a rotational disk,
+    kernel 6.17+, max_sectors_kb raises read_ahead_kb), so the record is what the trial ran
+    with, not what was asked.
+    """
     # Each trial starts from the host as found and puts it back: the journal then only ever
     # holds true originals, and a kill between trials leaves nothing changed.
     try:
-        if settings:
-            engine.apply(dict(settings))
-        return run_trial(target, workload, app, runtime_s, ramp_s, io_cap_bytes=io_cap_bytes)
+        applied = engine.apply(dict(settings)) if settings else []
+        had: dict[Setting, Any] = {(a.key, a.target): a.actual for a in applied}
+        for device in target.devices:
+            for key in DEVICE_KEYS:
+                if (key, device) not in had:
+                    try:
+                        had[(key, device)] = engine.tunables.read(key, device)
+                    except TunableError:
+                        continue  # a partition or a device without that attribute
+        result = run_trial(target, workload, app, runtime_s, ramp_s,
+                           io_cap_bytes=io_cap_bytes, cache=cache)  # fmt: skip
+        return PointTrial(result, had)
     finally:
         engine.restore()
+
+
+Runner = Callable[[Point], PointTrial]
+"""Runs one trial at a point (host settings and application parameters) and restores."""
 
 
 class Tune:
@@ -81,6 +111,8 @@ class Tune:
 
     `before_trial` runs before every trial (tune --idle-below waits for idle devices there);
     when it raises DevicesBusy the search stops early and the result keeps the baseline.
+    `runner` replaces the real trial (applied through `engine`, run with fio) where a test
+    drives the search over a synthetic landscape.
     """
 
     def __init__(
@@ -92,28 +124,37 @@ class Tune:
         config: TuneConfig,
         on_trial: Callable[[TrialRecord], None] = lambda record: None,
         before_trial: Callable[[], object] = lambda: None,
+        runner: Runner | None = None,
     ) -> None:
         self.target = target
         self.workload = workload
         self.space = space
         self.engine = engine
         self.config = config
+        self.objective: Objective = objective_named(config.objective)
         self.on_trial = on_trial
         self.before_trial = before_trial
+        self.runner = runner or self._real_trial
         self.records: list[TrialRecord] = []
 
     # -- one measurement -------------------------------------------------------------------
 
-    def measure(self, point: Point, phase: str) -> TrialResult:
-        """Apply the point's host settings, run one trial, record it."""
+    def _real_trial(self, point: Point) -> PointTrial:
         host = {slot: v for slot, v in point.items() if slot[1] != APP}
+        config = self.config
+        return trial_with(self.engine, host, self.target, self.workload, _app_params(point),
+                          config.runtime_s, config.ramp_s, config.io_cap_bytes,
+                          config.cache)  # fmt: skip
+
+    def measure(self, point: Point, phase: str, told: str = "-") -> TrialResult:
+        """Run one trial at the point, record it (with `told`: what the search makes of a
+        flagged one) and return what it measured."""
         try:
             self.before_trial()
         except DevicesBusy as err:
             raise DevicesBusy(f"before trial {len(self.records) + 1} ({phase}): {err}") from None
-        result = trial_with(self.engine, host, self.target, self.workload, _app_params(point),
-                            self.config.runtime_s, self.config.ramp_s,
-                            self.config.io_cap_bytes)  # fmt: skip
+        done = self.runner(point)
+        result = done.result
         record = TrialRecord(
             number=len(self.records) + 1,
             settings=dict(point),
@@ -121,70 +162,96 @@ class Tune:
             p99_latency_us=result.p99_latency_us,
             seconds=result.seconds,
             phase=phase,
-            flagged=result.flagged,
+            flags=result.flags,
+            iops=result.iops,
+            amplification=result.amplification,
+            had={**done.had, **{slot: v for slot, v in point.items() if slot[1] == APP}},
+            told=(guards.policy(result.flags) or "-") if phase in ("initial", "search") else told,
+            set_aside=bool(guards.disqualifying(result.flags)),
         )
         self.records.append(record)
         self.on_trial(record)
         return result
 
     def value(self, result: TrialResult) -> float:
-        """What the optimiser minimises: -log(MB/s), or log(p99 latency)."""
-        if self.config.objective == "latency":
-            return latency_value(result.p99_latency_us or math.inf)
-        return throughput_value(max(result.mbps, 1e-6))
+        """What the optimiser minimises (tuner/tune/objective.py)."""
+        return self.objective.value(result)
 
     # -- the whole tune --------------------------------------------------------------------
 
     def run(self, baseline: Point, recommended: list[Point]) -> TuneResult:
-        """Baseline, search, confirmation; the engine's originals are restored by the caller."""
+        """Baseline, search, confirmation; the engine's originals are restored by the caller.
+
+        guards.Unmeasurable when a baseline trial is flagged: nothing is recommended.
+        """
         started = time.monotonic()
         config = self.config
-        base_results = [self.measure(baseline, "baseline") for _ in range(config.baseline_repeats)]
-        noise = _cv([result.mbps for result in base_results])
+        base_results = []
+        for _ in range(config.baseline_repeats):
+            result = self.measure(baseline, "baseline")
+            guards.check_baseline(result.flags, len(self.records))
+            base_results.append(result)
+        noise = _cv([self.objective.score(result) for result in base_results])
         optimizer: Optimizer = SkoptOptimizer(
             self.space, seed=config.seed, initial_points=[baseline, *recommended]
         )
+        honest: list[float] = []
         # The baseline's repeats are measurements like any other: told, the optimiser never
         # spends a budget trial asking for the baseline again (and sees its noise).
         for result in base_results:
-            optimizer.tell(baseline, self.value(result))
+            honest.append(self.value(result))
+            optimizer.tell(baseline, honest[-1])
         deadline = None if config.time_s is None else started + config.time_s
         history: list[Step] = []
+        set_aside: set[Any] = set()
         reason: str | None = None
         while reason is None:
             point = optimizer.ask()
             ei = optimizer.expected_improvement()
             phase = "initial" if len(history) < len(recommended) else "search"
             try:
-                value = self.value(self.measure(point, phase))
+                measured = self.measure(point, phase)
             except DevicesBusy as err:
                 reason = f"stopped early: {err}"
                 break
-            optimizer.tell(point, value)
+            told = guards.policy(measured.flags)
+            if told is None:
+                value = self.value(measured)
+                honest.append(value)
+                optimizer.tell(point, value)
+            else:
+                set_aside.add(point_key(point))
+                value = guards.penalty(honest)
+                if told == guards.PENALISE:
+                    optimizer.tell(point, value)
             history.append(Step(point, value, ei))
             reason = should_stop(history, max(noise, 0.005), config.budget, deadline)
-        top = _top(history, config.top_k, baseline)
-        candidates = list(_with_rules(top, recommended, baseline))
+        top = _top(history, config.top_k, baseline, set_aside)
+        candidates = list(_with_rules(top, recommended, baseline, set_aside))
         if top and config.simpler_within > 0:
             candidates.insert(1, self._simplified(optimizer, top[0], baseline))
+        candidates = self._rounded(optimizer, candidates, baseline, max(noise, 0.005))
         try:
             if reason.startswith("stopped early"):
                 raise DevicesBusy(reason)  # busy devices: no confirmation either
-            outcome = confirm(lambda p: self.measure(p, "confirm").mbps, baseline, candidates,
-                              config.confirm_rounds,
-                              simpler_within=config.simpler_within)  # fmt: skip
+            outcome = confirm(self._confirm_sample, baseline, candidates, config.confirm_rounds,
+                              simpler_within=config.simpler_within,
+                              p99_rise=self.objective.p99_rise)  # fmt: skip
         except DevicesBusy as err:
-            outcome = _unconfirmed(baseline, self.records)  # never worse: the baseline stays
+            outcome = _unconfirmed(baseline, self.records, self.objective)
             reason = reason if reason.startswith("stopped early") else f"stopped early: {err}"
+        if outcome.note:
+            reason = f"{reason}; {outcome.note}"
         return TuneResult(
             target=self.target.path,
             workload=self.workload.name,
-            objective=config.objective,
+            objective=self.objective.name,
+            unit=self.objective.unit,
             baseline_settings=dict(baseline),
-            baseline_mbps=outcome.baseline_mbps,
+            baseline_score=outcome.baseline_score,
             baseline_cv=outcome.baseline_cv,
             best_settings=dict(outcome.best_point),
-            best_mbps=outcome.best_mbps,
+            best_score=outcome.best_score,
             best_cv=outcome.best_cv,
             gain=outcome.gain,
             ci=(outcome.ci_low, outcome.ci_high),
@@ -193,7 +260,14 @@ class Tune:
             stop_reason=reason,
             trials=tuple(self.records),
             seconds=time.monotonic() - started,
+            refused=_refusals(outcome),
+            cache_note=config.cache.describe() if config.cache is not None else None,
         )
+
+    def _confirm_sample(self, point: Point) -> Sample:
+        result = self.measure(point, "confirm")
+        flag = joined(guards.disqualifying(result.flags))
+        return Sample(self.objective.score(result), result.p99_latency_us, flag)
 
     def _simplified(self, optimizer: Optimizer, best: Point, baseline: Point) -> Point:
         """`best` without the changes the model expects to be worth less than simpler_within."""
@@ -201,6 +275,21 @@ class Tune:
             return best  # no model (random search): nothing to tell the changes apart
         return simplest(best, baseline, lambda points: optimizer.predict(points) or [],
                         self.space, self.config.simpler_within)  # fmt: skip
+
+    def _rounded(
+        self, optimizer: Optimizer, candidates: list[Point], baseline: Point, noise: float
+    ) -> list[Point]:
+        """Each candidate with its values rounded where the model expects no loss beyond the
+        noise (tuner/search/rounding.py); confirmation measures the rounded points."""
+        if not candidates or optimizer.predict([candidates[0]]) is None:
+            return candidates
+        return [rounded(point, baseline, lambda points: optimizer.predict(points) or [],
+                        self.space, noise) for point in candidates]  # fmt: skip
+
+
+def _refusals(outcome: Confirmation) -> tuple[str, ...]:
+    """Why confirmation candidates could not be recommended beyond "no gain"."""
+    return tuple(c.refused for c in outcome.comparisons if c.refused)
 
 
 def _left_out(search_best: Point, outcome: Confirmation) -> dict[tuple[str, str], Any]:
@@ -212,33 +301,38 @@ def _left_out(search_best: Point, outcome: Confirmation) -> dict[tuple[str, str]
             if value != base.get(slot) and chosen.get(slot) == base.get(slot)}  # fmt: skip
 
 
-def _unconfirmed(baseline: Point, records: list[TrialRecord]) -> Confirmation:
+def _unconfirmed(baseline: Point, records: list[TrialRecord], objective: Objective) -> Confirmation:
     """The outcome when busy devices stopped the tune before confirmation: the baseline
     (measured in `records`' baseline trials) stays, nothing is chosen."""
-    base = [r.mbps for r in records if r.phase == "baseline"]
+    base = [objective.record_score(r) for r in records if r.phase == "baseline"]
     mean, cv = statistics.fmean(base), _cv(base)
     return Confirmation(dict(baseline), mean, cv, mean, cv, 1.0, 1.0, 1.0, chosen=False,
                         rounds=0, baseline_point=dict(baseline))  # fmt: skip
 
 
-def _with_rules(top: list[Point], recommended: list[Point], baseline: Point) -> list[Point]:
+def _with_rules(
+    top: list[Point], recommended: list[Point], baseline: Point, set_aside: Collection[Any] = ()
+) -> list[Point]:
     """`top` with its last slot given to the rules' first recommendation when the search did
     not rank it there.
 
     A rule's point is a hypothesis with the papers behind it, measured once: one unlucky trial
     (a busy neighbour, a slow flush) must not drop it unconfirmed. The runner-up it replaces is
     usually the best's neighbour, within noise of it. Needs two slots: the best keeps its own.
+    A rule's point whose trial was set aside (flagged) is not brought back.
     """
-    keys = {point_key(p) for p in top} | {point_key(baseline)}
+    keys = {point_key(p) for p in top} | {point_key(baseline)} | set(set_aside)
     rules = [p for p in recommended if point_key(p) not in keys]
     if len(top) < 2 or not rules:
         return top
     return [*top[:-1], rules[0]]
 
 
-def _top(history: list[Step], k: int, baseline: Point) -> list[Point]:
-    """The k best distinct points measured, other than the baseline."""
-    seen = {point_key(baseline)}
+def _top(
+    history: list[Step], k: int, baseline: Point, set_aside: Collection[Any] = ()
+) -> list[Point]:
+    """The k best distinct points measured, other than the baseline and those set aside."""
+    seen = {point_key(baseline)} | set(set_aside)
     chosen: list[Point] = []
     for step in sorted(history, key=lambda s: s.value):
         key = point_key(step.point)

@@ -10,6 +10,8 @@ from rich.live import Live
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from tuner.tune import guards
+from tuner.tune.objective import objective_named
 from tuner.tune.result import TrialRecord, TuneResult
 
 _SHOWN = 12  # the last trials stay on screen; the JSON has them all
@@ -56,29 +58,48 @@ class TuneView:
         self.records.append(record)
         if record.phase in ("initial", "search"):
             self.progress.advance(self.task)
-        self.best = max(self.best, record.mbps)
+        if not record.set_aside:
+            self.best = max(self.best, record.mbps)
         self.progress.update(self.task, description=f"best {self.best:.1f} MB/s")
         if self.enabled:
             self.live.update(self._render())
 
     def _render(self) -> Group:
         table = Table(expand=True)
-        for column in ("#", "phase", "settings", "MB/s", "s", "note"):
+        for column in ("#", "phase", "settings", "MB/s", "IOPS", "device/app", "s", "note"):
             table.add_column(column)
         for r in self.records[-_SHOWN:]:
-            style = "bold green" if r.mbps == self.best else ""
+            style = "bold green" if r.mbps == self.best and not r.set_aside else ""
+            note = f"{r.flagged} ({r.told})" if r.flags and r.told != "-" else r.flagged or ""
             table.add_row(str(r.number), r.phase, _short(r.settings), f"{r.mbps:.1f}",
-                          f"{r.seconds:.1f}", r.flagged or "", style=style)  # fmt: skip
+                          f"{r.iops:.0f}", _amplification(r.amplification),
+                          f"{r.seconds:.1f}", note, style=style)  # fmt: skip
         return Group(self.progress, table)
 
 
+def _amplification(value: float | None) -> str:
+    return "-" if value is None else f"x{value:.2f}"
+
+
 def render_summary(result: TuneResult) -> Table:
-    """The outcome in one table: baseline, best, gain with its interval, what would change."""
+    """The outcome in one table: baseline, best, gain with its interval, what would change,
+    and what was set aside and why."""
+    shown = objective_named(result.objective).shown
     table = Table(title=f"tune {result.workload} on {result.target}", title_justify="left")
     table.add_column("")
     table.add_column("value")
-    table.add_row("baseline", f"{result.baseline_mbps:.1f} MB/s (cv {result.baseline_cv:.1%})")
-    table.add_row("best", f"{result.best_mbps:.1f} MB/s (cv {result.best_cv:.1%})")
+    for label, settings, score, cv, mbps in (
+        ("baseline", result.baseline_settings, result.baseline_score, result.baseline_cv,
+         result.baseline_mbps),
+        ("best", result.best_settings, result.best_score, result.best_cv, result.best_mbps),
+    ):  # fmt: skip
+        figure = f"{shown(score)} (cv {cv:.1%})"
+        if result.unit != "MB/s":
+            figure += f", {mbps:.1f} MB/s"
+        amp = result.amplification_of(settings)
+        if amp is not None:
+            figure += f", the device moved {amp:.2f} bytes per byte read or written"
+        table.add_row(label, figure)
     table.add_row(
         "gain",
         f"x{result.gain:.3f}, 95% interval x{result.ci[0]:.3f} .. x{result.ci[1]:.3f}",
@@ -91,6 +112,21 @@ def render_summary(result: TuneResult) -> Table:
         )
     if result.left_out:
         table.add_row("left out", f"{_short(result.left_out)} (no measurable gain)")
+    if result.cache_note:
+        table.add_row("cache", result.cache_note)
+    aside = result.set_aside()
+    if aside:
+        reasons: dict[str, list[str]] = {}
+        for record in aside:
+            for flag in guards.disqualifying(record.flags):
+                reasons.setdefault(flag.kind, []).append(f"#{record.number}")
+        table.add_row(
+            "set aside",
+            f"{len(aside)} trial(s) whose figures were not the device's, never a winner: "
+            + "; ".join(f"{kind} {' '.join(numbers)}" for kind, numbers in reasons.items()),
+        )
+    for refusal in result.refused:
+        table.add_row("refused", refusal)
     table.add_row(
         "trials", f"{len(result.trials)} in {result.seconds:.0f} s ({result.stop_reason})"
     )
