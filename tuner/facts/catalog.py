@@ -59,6 +59,8 @@ FACTS: dict[str, dict[str, str]] = {
         "max_sectors_kb": "queue/max_sectors_kb (largest request the kernel sends)",
         "max_hw_sectors_kb": "queue/max_hw_sectors_kb (largest the hardware takes)",
         "write_cache": "'write back' or 'write through'",
+        "readahead_from_limits": "True when a rotational disk reads ahead twice max_sectors_kb "
+        "(above 128 KB): what kernels 6.17+ set from its limits",
         "expected_mbps": "streaming MB/s its class gives (HDD, SATA SSD, NVMe bounded by its link)",
         "controller": "PCI address of its controller (None for virtual devices)",
         "numa_node": "NUMA node of its controller",

@@ -164,6 +164,7 @@ def disk_facts(
         "max_sectors_kb": queue.max_sectors_kb if queue else None,
         "max_hw_sectors_kb": queue.max_hw_sectors_kb if queue else None,
         "write_cache": queue.write_cache if queue else None,
+        "readahead_from_limits": readahead_from_limits(dev),
         "expected_mbps": ix.rate.get(dev.name),
         "controller": controller.address if controller else None,
         "numa_node": ix.numa_node(controller.id) if controller else None,
@@ -175,6 +176,19 @@ def disk_facts(
         "reads_enter": dev.name in mounted or dev.name in read,
         "entry": _entry(dev.name, mounted, read),
     }
+
+
+def readahead_from_limits(dev: BlockDevice) -> bool:
+    """True when a rotational device's readahead is what kernels 6.17 and later derive from
+    its limits, twice max_sectors_kb (above the classic 128 KB): the kernel's choice, not an
+    administrator's (written once, it stays until the limits change again). Measured on a
+    loop device marked rotational: 128 -> 1024 KB on writing max_sectors_kb 512; this VM's
+    rotational vda defaults to 8192 with max_sectors_kb 4096."""
+    queue = dev.queue
+    if not dev.rotational or queue is None:
+        return False
+    ra, limit = queue.read_ahead_kb, queue.max_sectors_kb
+    return ra is not None and limit is not None and ra > 128 and ra == 2 * limit
 
 
 def _entry(name: str, mounted: set[str], read: frozenset[str]) -> str | None:
