@@ -160,6 +160,7 @@ def job_text(
     create_only: bool = False,
     title: str = "trial",
     io_size: int | None = None,
+    keep_cache: bool = False,
 ) -> str:
     """The job file for one trial: on `filename` (a device or file whose first `region_bytes`
     are read or written), or on fio-made files `file_prefix.JOB.FILE` in `directory`.
@@ -168,11 +169,13 @@ def job_text(
     share offsets would serve each other from the page cache. `io_size` (bytes per job, ramp
     included) ends a job once it has moved that much, even before the runtime is up.
     `own_region` (the user's size, offset, offset_increment on the user's own file) places the
-    I/O as the user's job does instead.
+    I/O as the user's job does instead. `keep_cache`: fio keeps the file's cached pages
+    (invalidate=0 unless the job says otherwise), for a trial whose cache a memory cgroup
+    already holds to production's share and a warm-up filled.
     """
     ours: dict[str, Any] = {}
     if filename is not None:
-        ours["filename"] = _escape(filename)
+        ours["filename"] = escape_path(filename)
         if own_region is not None:
             ours.update(own_region)
         elif region_bytes is not None:
@@ -185,7 +188,7 @@ def job_text(
     else:
         if directory is None or file_prefix is None:
             raise ValueError("job_text needs a filename, or a directory and a file prefix")
-        ours["directory"] = _escape(directory)
+        ours["directory"] = escape_path(directory)
         ours["filename_format"] = f"{file_prefix}.$jobnum.$filenum"
     if create_only:
         ours["create_only"] = 1
@@ -206,7 +209,8 @@ def job_text(
     # invalidate=1 (fio's default, kept unless the job says otherwise): fio drops the file's
     # cached pages before each pass over it, so a pass that starts over re-reads the device;
     # drop_caches (pagecache.py) covers the rest, such as the file a loop device reads from.
-    ours.update(invalidate=options.get("invalidate", 1), group_reporting=1, percentile_list=99)
+    invalidate = options.get("invalidate", 0 if keep_cache else 1)
+    ours.update(invalidate=invalidate, group_reporting=1, percentile_list=99)
     lines = [f"; written by iotuner: {title}", "[global]"]
     lines += [_line(key, value) for key, value in {**options, **ours}.items()]
     lines.append("[trial]")
@@ -337,7 +341,8 @@ def _flag(value: Any) -> bool:
     return str(value).strip().lower() not in ("0", "false", "no", "off", "")
 
 
-def _escape(path: str) -> str:
+def escape_path(path: str) -> str:
+    """A path as a fio job line takes it (a colon escaped); IotunerError for a newline."""
     if "\n" in path:
         raise IotunerError(f"{path!r}: a path with a newline cannot go into a fio job")
     # fio separates several file names with ':'; a literal one is written '\:'.

@@ -20,6 +20,7 @@ from tuner.trials.fio import (
     AppParams,
     FioResult,
     count,
+    escape_path,
     file_count,
     fio_size,
     invalidates,
@@ -34,7 +35,7 @@ from tuner.trials.fio import (
     writes,
 )
 from tuner.trials.flags import CUT_SHORT, DATA_SET, Flag, joined
-from tuner.trials.memcap import FIO_OVERHEAD_BYTES, FilePeak, memory_cap
+from tuner.trials.memcap import FIO_OVERHEAD_BYTES, FilePeak, MemoryCap, memory_cap
 from tuner.trials.targets import TrialTarget
 from tuner.units import human_bytes
 
@@ -112,13 +113,16 @@ def run_trial(
     io_size = (
         None if io_cap_bytes is None else io_cap_share(io_cap_bytes, options, target, topology)
     )
+    warm = limit is not None and is_random(options)
     text = job_text(options, runtime_s=runtime_s, ramp_s=ramp_s, title=workload.name,
-                    io_size=io_size, **placement)  # fmt: skip
+                    io_size=io_size, keep_cache=warm, **placement)  # fmt: skip
     with ExitStack() as stack:
         cap = None
         if limit is not None:
             cap = stack.enter_context(memory_cap(limit + _fio_overhead(options)))
         peak = stack.enter_context(FilePeak(cap)) if cap is not None else None
+        if cap is not None and warm:
+            _warm_up(target, workload, min(limit or 0, region), cap, timeout)
         with Sampler((*target.devices, *lower)) as sampler:
             doc = run_fio(text, timeout_s=timeout, what=target.path,
                           preexec=cap.joiner() if cap is not None else None)  # fmt: skip
@@ -149,6 +153,26 @@ def run_trial(
         cache_limit_bytes=limit,
         cache_peak_bytes=peak.peak if peak is not None else None,
     )
+
+
+def _warm_up(
+    target: TrialTarget, workload: Workload, size: int, cap: MemoryCap, timeout: float
+) -> None:
+    """Fill the trial's cgroup with as much of its data as production's cache holds, so a
+    random reader is measured as production runs, with a full cache (about the cgroup's
+    share of reads hits), not during the minutes a cold cache takes to fill at 4 KiB a read.
+
+    One sequential pass of `size` bytes from the region's start: for uniformly random reads
+    which pages are cached does not matter, only how many; a sequential pass fills it at the
+    device's streaming rate.
+    """
+    start = str(workload.region.get("offset", 0)) if target.user_file else "0"
+    text = "\n".join([
+        "; written by iotuner: warm-up", "[global]", f"filename={escape_path(target.path)}",
+        "rw=read", "bs=1M", "ioengine=psync", "direct=0", "invalidate=0",
+        f"offset={start}", f"size={size}", "[warm]",
+    ]) + "\n"  # fmt: skip
+    run_fio(text, timeout_s=timeout, what=target.path, preexec=cap.joiner())
 
 
 def _cache_share(
