@@ -1,0 +1,70 @@
+"""A read-only `--fio-job` naming the user's own file: its trials read that file, where it is.
+
+The data the user cares about, not a scratch copy: no scratch file is made (the file system
+here has 16 MiB free, where a 1 GiB scratch file was refused before), the file is read with
+the job's own placement and left byte for byte as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.cli import iotuner
+from tests.trials.conftest import Loops, loops  # noqa: F401 - the fixture
+
+pytestmark = pytest.mark.lab
+MiB = 1 << 20
+
+
+def users_file(loops: Loops) -> Path:  # noqa: F811
+    point = loops.mkfs_mount(loops.loop(112 * MiB))
+    path = point / "records.dat"
+    subprocess.run(["dd", "if=/dev/urandom", f"of={path}", "bs=1M", "count=80",
+                    "status=none"], check=True)  # fmt: skip
+    return path
+
+
+def job(tmp_path: Path, data: Path) -> Path:
+    path = tmp_path / "lookup.fio"
+    path.write_text(f"[lookup]\nrw=randread\nbs=4k\nioengine=psync\ndirect=1\nfilename={data}\n")
+    return path
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_read_only_job_reads_the_users_own_file(tmp_path: Path, loops: Loops) -> None:  # noqa: F811
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    data = users_file(loops)
+    before = digest(data)
+    result = iotuner("tune", "--fio-job", str(job(tmp_path, data)), "--budget", "3",
+                     "--runtime", "1", "--ramp", "0", "--json", state=tmp_path / "state",
+                     timeout=300)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["target"] == str(data)
+    assert doc["objective"] == "iops", "4 KiB random reads are judged by IOPS"
+    # Direct reads of the file: the device moved what fio read, trial after trial.
+    assert all(t["amplification"] == pytest.approx(1.0, abs=0.25) for t in doc["trials"])
+    assert sorted(p.name for p in data.parent.iterdir()) == ["lost+found", "records.dat"]
+    assert digest(data) == before, "read, never written"
+
+
+def test_a_job_whose_file_is_not_on_the_target_is_refused(tmp_path: Path, loops: Loops) -> None:  # noqa: F811
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    data = users_file(loops)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = iotuner("tune", "--target", str(elsewhere), "--fio-job", str(job(tmp_path, data)),
+                     state=tmp_path / "state")  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip().endswith(f"reads {data}, which is not there"), result.stderr
