@@ -1,0 +1,407 @@
+"""Claims that hold: every gain `iotuner tune` reports, re-measured without iotuner's trial code.
+
+    python -m benchmarks.claims [--quick] [--rows stream-read,mmap-random] [--rounds 3]
+                                [--out FILE]
+
+For each row, as root, on the lab (loop devices over /dev/shm, block throttling):
+
+1. the user's own fio job (a job file: what an administrator would hand to `--fio-job`) is
+   tuned by the real command, `iotuner tune --fio-job JOB --plan-out PLAN --json`, in a
+   subprocess; its claimed gain and interval are what it prints;
+2. independently: the plan is applied by `iotuner apply PLAN --conf-root DIR` (Ansible, live
+   values and files below a scratch root) and taken off by `iotuner rollback`; the job runs
+   under plain `fio` (its own job file, a [global] block adding only runtime, ramp and
+   time_based), caches dropped before every run (sync; echo 3 > drop_caches), in a memory
+   cgroup the benchmark makes itself when the row says how much page cache production has
+   (then with a ramp long enough to fill that cache from cold, WARM_RAMP_S, so the measured
+   window is production's steady state), the defaults and the plan interleaved (D P, P D,
+   D P ...) for --rounds rounds;
+3. per row: claimed gain, independently measured gain (mean plan / mean defaults, in the
+   unit tune judged by: IOPS or MB/s), their ratio and never-worse (the measured gain
+   itself). A row fails when the measured gain is more than 10 % from the claim or below
+   0.98; it stays in the table, marked, with its cause.
+
+Every figure here is a lab figure: block throttling caps a loop device's MB/s and IOPS, it
+does not seek, rotate or queue as a disk does.
+
+State (journal, lab record) goes to $IOTUNER_STATE_DIR, /tmp/iotuner-bench-claims-state
+when unset; the labs are torn down after their rows, also on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_STATE = "/tmp/iotuner-bench-claims-state"
+MEMCG = Path("/sys/fs/cgroup/memory")
+# fio's own memory in the benchmark's cgroup, on top of production's page cache (its base,
+# measured at 27-56 MiB for jobs that cache nothing, and its buffers).
+FIO_ALLOWANCE = 64 << 20
+WITHIN = 0.10  # independently measured gain within 10 % of the claim
+# A random reader fills a 256 MiB cache from cold in about 7 s at 4 KiB reads with 128 KiB of
+# readahead around each fault (300 IOPS x 128 KiB = 37 MB/s on the lab's db disk).
+WARM_RAMP_S = 12.0
+NEVER_WORSE = 0.98
+
+SINGLE_DISK = """\
+name: claims-single
+description: The tune benchmark's single disk (100 MB/s, 200 IOPS), with xfs for writes.
+disks:
+  - {name: d0, read_mbps: 100, write_mbps: 100, iops: 200, size: 1536MiB, fs: FS}
+"""
+DB_DISK = """\
+name: claims-db
+description: One 150 MB/s, 300-IOPS disk with xfs, as in issue 16's database reader.
+disks:
+  - {name: d0, read_mbps: 150, write_mbps: 150, iops: 300, size: 4GiB, fs: xfs}
+"""
+
+
+@dataclass(frozen=True)
+class ClaimRow:
+    """One row: a lab, the user's job ({dev}, {mnt} filled in), the data it reads, and how
+    much page cache production leaves (None: the host's own, as tune assumes)."""
+
+    name: str
+    lab: str
+    job: str
+    target: str  # "dev" or "mnt": what tune's --target names
+    files: dict[str, int] = field(default_factory=dict)  # name under {mnt} -> bytes
+    cache_memory: int | None = None
+    timed: bool = True  # reads run for a time; a one-pass writer does not
+
+
+MiB = 1 << 20
+ROWS = (
+    ClaimRow(
+        "stream-read",
+        SINGLE_DISK.replace(", fs: FS", ""),
+        "[stream-read]\nrw=read\nbs=16k\nioengine=psync\ndirect=0\nfilename={dev}\n",
+        "dev",
+    ),
+    ClaimRow(
+        "stream-write",
+        SINGLE_DISK.replace("FS", "xfs"),
+        "[stream-write]\nrw=write\nbs=1M\nioengine=psync\ndirect=0\nend_fsync=1\nsize=256M\n"
+        "filename={mnt}/claims-write.dat\n",
+        "mnt",
+        timed=False,
+    ),
+    ClaimRow(
+        "pread-random",
+        DB_DISK,
+        "[pread-random]\nrw=randread\nbs=4k\nioengine=psync\ndirect=0\nnumjobs=2\nsize=1g\n"
+        "filename={mnt}/db.dat\n",
+        "mnt",
+        files={"db.dat": 1024 * MiB},
+        cache_memory=256 * MiB,
+    ),
+    ClaimRow(
+        "mmap-random",
+        DB_DISK,
+        "[mmap-random]\nrw=randread\nbs=4k\nioengine=mmap\nfadvise_hint=0\nnumjobs=2\n"
+        "size=1g\nfilename={mnt}/db.dat\n",
+        "mnt",
+        files={"db.dat": 1024 * MiB},
+        cache_memory=256 * MiB,
+    ),
+    ClaimRow(
+        "four-streams",
+        DB_DISK,
+        "[four-streams]\nrw=read\nbs=64k\nioengine=psync\ndirect=0\nnumjobs=4\nsize=512m\n"
+        "offset_increment=512m\nfilename={mnt}/big.dat\n",
+        "mnt",
+        files={"big.dat": 2048 * MiB},
+    ),
+    ClaimRow(
+        "log-writer",
+        DB_DISK,
+        "[log-writer]\nrw=write\nbs=4k\nioengine=psync\ndirect=0\nfdatasync=1\nsize=64m\n"
+        "filename={mnt}/claims-log.dat\n",
+        "mnt",
+        timed=False,
+    ),
+    ClaimRow(
+        "small-files",
+        DB_DISK,
+        "[small-files]\nrw=read\nbs=64k\nfilesize=64k\nnrfiles=1024\nfile_service_type=random\n"
+        "openfiles=64\nnumjobs=4\ndirect=0\nioengine=psync\ndirectory={mnt}/small\n",
+        "mnt",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How hard to measure."""
+
+    rounds: int = 3
+    runtime_s: float = 10.0
+    ramp_s: float = 2.0
+    budget: int | None = None  # tune's --budget; None: its default
+
+
+def log(line: str) -> None:
+    """Progress, to stderr (the table goes to stdout)."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def iotuner(
+    *args: str, check: bool = True, timeout: float = 3600
+) -> subprocess.CompletedProcess[str]:
+    """The iotuner command as a user runs it."""
+    done = subprocess.run([sys.executable, "-m", "tuner.cli", *args], capture_output=True,
+                          text=True, timeout=timeout, check=False)  # fmt: skip
+    if check and done.returncode != 0:
+        raise RuntimeError(f"iotuner {' '.join(args)}: exit {done.returncode}: {done.stderr}")
+    return done
+
+
+@contextlib.contextmanager
+def lab(spec_text: str) -> Iterator[dict[str, Any]]:
+    """The row's lab, up through `iotuner lab up` and down after, however the row ends."""
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as spec:
+        spec.write(spec_text)
+    try:
+        iotuner("lab", "up", spec.name)
+        status = json.loads(iotuner("lab", "status", "--json").stdout)
+        yield status
+    finally:
+        iotuner("lab", "down", check=False)
+        os.unlink(spec.name)
+
+
+def drop_caches() -> None:
+    """What an independent measurement does before every run: write back, then drop."""
+    subprocess.run(["sync"], check=True)
+    Path("/proc/sys/vm/drop_caches").write_text("3\n")
+
+
+@contextlib.contextmanager
+def memory_cgroup(limit: int | None) -> Iterator[Path | None]:
+    """A memory cgroup of the benchmark's own (plain writes, none of iotuner's code)."""
+    if limit is None:
+        yield None
+        return
+    path = MEMCG / f"iotuner-claims-{os.getpid()}"
+    path.mkdir()
+    try:
+        (path / "memory.limit_in_bytes").write_text(str(limit))
+        yield path
+    finally:
+        for _ in range(50):
+            try:
+                path.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
+
+
+def plain_fio(job: Path, plan: Plan, timed: bool, cgroup: Path | None, unit: str) -> float:
+    """One run of the user's job under plain fio: IOPS or MB/s summed over its jobs."""
+    with tempfile.TemporaryDirectory(prefix="iotuner-claims-") as tmp:
+        wrapped = Path(tmp, "job.fio")
+        head = ["[global]", f"runtime={plan.runtime_s:g}"]
+        if timed:
+            ramp = WARM_RAMP_S if cgroup is not None else plan.ramp_s
+            head += ["time_based", f"ramp_time={ramp:g}"]
+        wrapped.write_text("\n".join(head) + "\n" + job.read_text())
+        out = Path(tmp, "out.json")
+        command = ["fio", "--output-format=json", f"--output={out}", str(wrapped)]
+        if cgroup is not None:
+            command = ["sh", "-c", f'echo $$ > {cgroup}/cgroup.procs && exec "$@"', "sh",
+                       *command]  # fmt: skip
+        drop_caches()
+        subprocess.run(command, check=True, capture_output=True, cwd=tmp, timeout=900)
+        doc = json.loads(out.read_text())
+    total = 0.0
+    for entry in doc["jobs"]:
+        for direction in ("read", "write"):
+            stats = entry.get(direction) or {}
+            total += (
+                float(stats.get("iops", 0.0)) if unit == "IOPS" else stats.get("bw_bytes", 0) / 1e6
+            )
+    return total
+
+
+@dataclass
+class RowResult:
+    """What one row claimed and what was measured without iotuner's trial code."""
+
+    name: str
+    unit: str = ""
+    chosen: bool = False
+    claimed: float = 1.0
+    ci: tuple[float, float] = (1.0, 1.0)
+    changes: list[str] = field(default_factory=list)
+    defaults: list[float] = field(default_factory=list)
+    planned: list[float] = field(default_factory=list)
+    set_aside: int = 0
+    tune_s: float = 0.0
+    cause: str | None = None
+
+    @property
+    def measured(self) -> float | None:
+        """Independently measured gain: mean with the plan over mean with the defaults."""
+        if not self.defaults or not self.planned:
+            return None
+        return statistics.fmean(self.planned) / statistics.fmean(self.defaults)
+
+    @property
+    def ratio(self) -> float | None:
+        """Measured gain over claimed gain."""
+        return None if self.measured is None else self.measured / self.claimed
+
+    @property
+    def holds(self) -> bool:
+        """Within 10 % of the claim and never below 0.98 of the defaults."""
+        return (self.ratio is not None and abs(self.ratio - 1) <= WITHIN
+                and self.measured is not None and self.measured >= NEVER_WORSE)  # fmt: skip
+
+
+def run_row(row: ClaimRow, plan: Plan, work: Path) -> RowResult:
+    """Tune the row's job, then re-measure its plan against the defaults."""
+    result = RowResult(row.name)
+    with lab(row.lab) as status:
+        disk = status["lab"]["disks"][0]
+        mnt = status["lab"]["mountpoint"] or ""
+        dev = disk["device"]
+        for name, size in row.files.items():
+            subprocess.run(["dd", "if=/dev/urandom", f"of={mnt}/{name}", "bs=1M",
+                            f"count={size >> 20}", "oflag=direct", "status=none"],
+                           check=True)  # fmt: skip
+        job = work / f"{row.name}.fio"
+        job.write_text(row.job.format(dev=dev, mnt=mnt))
+        if "directory=" in row.job:
+            Path(mnt, "small").mkdir(exist_ok=True)
+        plan_file = work / f"{row.name}-plan.yaml"
+        args = ["tune", "--target", dev if row.target == "dev" else mnt, "--fio-job", str(job),
+                "--plan-out", str(plan_file), "--json"]  # fmt: skip
+        if row.cache_memory is not None:
+            args += ["--cache-memory", str(row.cache_memory)]
+        if plan.budget is not None:
+            args += ["--budget", str(plan.budget)]
+        log(f"  iotuner {' '.join(args)}")
+        started = time.monotonic()
+        done = iotuner(*args, check=False)
+        result.tune_s = time.monotonic() - started
+        if done.returncode != 0:
+            result.cause = f"tune exit {done.returncode}: {done.stderr.strip().splitlines()[-1]}"
+            log(f"  {result.cause}")
+            return result
+        doc = json.loads(done.stdout)
+        result.unit, result.chosen = doc["unit"], doc["chosen"]
+        result.claimed = doc["gain"] if doc["chosen"] else 1.0
+        result.ci = (doc["ci"][0], doc["ci"][1]) if doc["chosen"] else (1.0, 1.0)
+        result.changes = [f"{c['key']}={c['value']}" for c in doc["changes"]]
+        result.set_aside = len(doc["set_aside"])
+        log(f"  claimed x{result.claimed:.3f} ({result.unit}); changes {result.changes or 'none'};"
+            f" {result.set_aside} trial(s) set aside; {result.tune_s:.0f} s")  # fmt: skip
+        limit = None if row.cache_memory is None else row.cache_memory + FIO_ALLOWANCE
+        conf = work / f"{row.name}-conf"
+        conf.mkdir(exist_ok=True)
+        with memory_cgroup(limit) as cgroup:
+            plain_fio(job, plan, row.timed, cgroup, result.unit)  # lays files out; not counted
+            for number in range(plan.rounds):
+                order = ("defaults", "plan") if number % 2 == 0 else ("plan", "defaults")
+                for side in order:
+                    if side == "plan" and result.chosen:
+                        iotuner("apply", str(plan_file), "--conf-root", str(conf))
+                    try:
+                        figure = plain_fio(job, plan, row.timed, cgroup, result.unit)
+                    finally:
+                        if side == "plan" and result.chosen:
+                            iotuner("rollback")
+                    (result.planned if side == "plan" else result.defaults).append(figure)
+                    log(f"    round {number + 1} {side:<8} {figure:10.1f} {result.unit}")
+    if not result.holds:
+        result.cause = _cause(result)
+    return result
+
+
+def _cause(result: RowResult) -> str:
+    if result.measured is None:
+        return result.cause or "not measured"
+    if result.measured < NEVER_WORSE:
+        return f"the plan measured x{result.measured:.3f} of the defaults: worse"
+    return f"measured x{result.measured:.3f} against a claimed x{result.claimed:.3f}"
+
+
+def table(results: Sequence[RowResult]) -> str:
+    """The rows as a markdown table."""
+    lines = [
+        "| row | unit | tune's changes | claimed gain (95 % CI) | measured gain | "
+        "measured / claimed | never worse | holds |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        measured = "-" if r.measured is None else f"x{r.measured:.3f}"
+        ratio = "-" if r.ratio is None else f"{r.ratio:.3f}"
+        worse = "-" if r.measured is None else ("yes" if r.measured >= NEVER_WORSE else "NO")
+        holds = "yes" if r.holds else f"**NO**: {r.cause}"
+        claim = f"x{r.claimed:.3f} ({r.ci[0]:.3f}-{r.ci[1]:.3f})" if r.chosen else "x1 (kept)"
+        lines.append(f"| {r.name} | {r.unit or '-'} | {', '.join(r.changes) or '-'} | {claim} "
+                     f"| {measured} | {ratio} | {worse} | {holds} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="tune budget 8 and 6 s runs (about 25 min)")  # fmt: skip
+    parser.add_argument("--rows", default=",".join(r.name for r in ROWS))
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (at least 3)")
+    parser.add_argument("--budget", type=int, help="tune's --budget (default: its own)")
+    parser.add_argument("--out", type=Path, help="write every figure as JSON here")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    if os.geteuid() != 0:
+        sys.exit("benchmarks.claims: needs root (the lab, apply, drop_caches)")
+    if args.rounds < 3:
+        sys.exit("benchmarks.claims: at least 3 rounds")
+    os.environ.setdefault("IOTUNER_STATE_DIR", DEFAULT_STATE)
+    wanted = args.rows.split(",")
+    unknown = set(wanted) - {r.name for r in ROWS}
+    if unknown:
+        sys.exit(f"benchmarks.claims: no row {', '.join(sorted(unknown))}")
+    plan = Plan(rounds=args.rounds, runtime_s=6.0 if args.quick else 10.0,
+                budget=args.budget or (8 if args.quick else None))  # fmt: skip
+    started = time.monotonic()
+    results = []
+    with tempfile.TemporaryDirectory(prefix="iotuner-claims-") as tmp:
+        for row in (r for r in ROWS if r.name in wanted):
+            log(f"\n== {row.name}")
+            results.append(run_row(row, plan, Path(tmp)))
+            if args.out is not None:
+                args.out.write_text(json.dumps([_doc(r) for r in results], indent=1))
+    print(table(results))
+    print(f"\n{len(results)} rows in {(time.monotonic() - started) / 60:.1f} min; "
+          f"{sum(r.holds for r in results)} hold")  # fmt: skip
+
+
+def _doc(r: RowResult) -> dict[str, Any]:
+    return {
+        "row": r.name, "unit": r.unit, "chosen": r.chosen, "claimed": r.claimed,
+        "ci": list(r.ci), "changes": r.changes, "defaults": r.defaults, "planned": r.planned,
+        "measured": r.measured, "ratio": r.ratio, "holds": r.holds, "cause": r.cause,
+        "set_aside": r.set_aside, "tune_s": round(r.tune_s, 1),
+    }  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
