@@ -12,9 +12,8 @@ _STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 def source_label(finding: Finding) -> str:
-    """'paper 001, Table 2' for the first source, the paper named by its index prefix."""
-    source = finding.sources[0]
-    return f"paper {source.paper[:3]}, {source.where}"
+    """The first source as a citation: authors, title, year and where in the paper."""
+    return finding.sources[0].citation() if finding.sources else ""
 
 
 def setting_label(setting: Setting) -> str:

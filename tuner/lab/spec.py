@@ -24,7 +24,7 @@ MIN_DISK_BYTES = 64 * MIB
 MIN_FS_BYTES = {"xfs": 300 * MIB, "ext4": 64 * MIB}
 MIN_STRIPE_MEMBER_BYTES = 256 * MIB
 # btrfs raid0 submits I/O in 64 KiB pieces and block throttling counts them before merging, so
-# a member's IOPS cap also caps its bandwidth at iops x 64 KiB (DESIGN.md, "Things learned").
+# a member's IOPS cap also caps its bandwidth at iops x 64 KiB (docs/design.md, "Things learned").
 BTRFS_PIECE_BYTES = 64 * 1024
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB|TiB)?\s*$")

@@ -100,7 +100,7 @@ def _findings(findings: tuple[Finding, ...], workload: str) -> str:
     rank = {severity: i for i, severity in enumerate(SEVERITY_ORDER)}
     rows = []
     for f in sorted(findings, key=lambda f: (rank.get(f.severity, 9), f.rule, f.target)):
-        source = f"paper {f.sources[0].paper[:3]}, {f.sources[0].where}" if f.sources else ""
+        source = "; ".join(s.citation() for s in f.sources)
         colour = SEVERITY_FILL.get(f.severity, SEVERITY_FILL[None])
         rows.append(
             f'<tr><td class="sev" style="background:{colour}">{escape(f.severity)}</td>'
