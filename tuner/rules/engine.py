@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import string
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +17,7 @@ from tuner.rules.model import (
     Setting,
     SettingRec,
 )
+from tuner.rules.templates import fill
 from tuner.tunables.registry import TUNABLES
 
 # The fact holding a tunable's current value, where targets carry one: a bound such as
@@ -102,15 +102,15 @@ def _unknown(condition: Condition, target: Target) -> list[str]:
 
 
 def _finding(rule: Rule, target: Target) -> Finding:
-    facts = _printable(target.facts)
+    facts = target.facts
     return Finding(
         rule=rule.id,
         title=rule.title,
         lesson=rule.lesson,
         severity=rule.severity,
         target=target.name,
-        evidence=_fill(rule.evidence, facts),
-        recommendation=_fill(rule.recommend, facts),
+        evidence=fill(rule.evidence, facts),
+        recommendation=fill(rule.recommend, facts),
         settings=tuple(_setting(rec, target) for rec in rule.settings),
         sources=rule.sources,
         workloads=rule.workloads,
@@ -140,32 +140,10 @@ def _resolve(value: Any, target: Target) -> Any:
     """A setting value with {fact} placeholders filled, as a number when it reads as one."""
     if not isinstance(value, str):
         return value
-    text = _fill(value, {k: "" if v is None else str(v) for k, v in target.facts.items()})
+    text = fill(value, {k: "" if v is None else str(v) for k, v in target.facts.items()})
     for kind in (int, float):
         try:
             return kind(text)
         except ValueError:
             continue
     return text
-
-
-def _printable(facts: dict[str, object]) -> dict[str, str]:
-    """Facts as people read them in evidence: 2000.0 -> 2000, 1.3333 -> 1.33, True -> yes."""
-    shown: dict[str, str] = {}
-    for name, value in facts.items():
-        if isinstance(value, bool):
-            shown[name] = "yes" if value else "no"
-        elif isinstance(value, float):
-            shown[name] = str(int(value)) if value.is_integer() else f"{value:.2f}".rstrip("0")
-        else:
-            shown[name] = "?" if value is None else str(value)
-    return shown
-
-
-def _fill(template: str, facts: dict[str, str]) -> str:
-    return string.Formatter().vformat(template, (), _Missing(facts))
-
-
-class _Missing(dict[str, str]):
-    def __missing__(self, key: str) -> str:
-        return "?"

@@ -8,7 +8,6 @@ so a broken rule file stops `advise` with one clear line (exit 2) instead of a t
 from __future__ import annotations
 
 import re
-import string
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from tuner.facts.catalog import FACTS, fact_names
 from tuner.rules.conditions import ConditionError, parse_condition
 from tuner.rules.lessons import LESSONS, SEVERITIES
 from tuner.rules.model import FixtureRef, Paper, Rule, RuleBase, SettingRec, Source, Workload
+from tuner.rules.templates import TemplateError, fields
 from tuner.tunables.registry import TUNABLES
 
 WORKLOADS_FILE = "workloads.yaml"
@@ -193,8 +193,8 @@ def _rule(path: Path, entry: Any, workloads: set[str], papers: dict[str, Paper])
 
 def _check_template(label: str, field: str, text: str, facts: frozenset[str]) -> None:
     try:
-        names = {name for _, name, _, _ in string.Formatter().parse(text) if name}
-    except ValueError as err:
+        names = fields(text)
+    except TemplateError as err:
         raise RuleError(f"{label}: {field}: {err}") from None
     unknown = sorted(names - facts)
     if unknown:
