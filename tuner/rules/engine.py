@@ -17,7 +17,7 @@ from tuner.rules.model import (
     Setting,
     SettingRec,
 )
-from tuner.rules.templates import fill
+from tuner.rules.templates import fill, plural
 from tuner.tunables.registry import TUNABLES
 
 # The fact holding a tunable's current value, where targets carry one: a bound such as
@@ -76,9 +76,12 @@ def _run(rule: Rule, targets: list[Target]) -> tuple[list[Finding], Explanation]
         results = [(c, holds(c, target.facts)) for c in rule.when]
         if any(result is False for _, result in results):
             continue
-        missing = {name for c, result in results if result is None for name in _unknown(c, target)}
-        if missing:
-            unknown[target.name] = missing
+        undecided = [c for c, result in results if result is None]
+        if undecided:
+            # A fact of the wrong type (a word where a number was expected) is as good as
+            # unknown: the rule must not fire on it.
+            missing = {name for c in undecided for name in _unknown(c, target)}
+            unknown[target.name] = missing or {c.fact for c in undecided}
             continue
         fired.append(_finding(rule, target))
     if fired:
@@ -86,10 +89,13 @@ def _run(rule: Rule, targets: list[Target]) -> tuple[list[Finding], Explanation]
         return fired, Explanation(rule.id, "fired", f"on {names}")
     if unknown:
         detail = "; ".join(f"{name}: {', '.join(sorted(facts))}" for name, facts in unknown.items())
-        return [], Explanation(rule.id, "facts unknown", detail)
+        facts_unknown = tuple(sorted(set().union(*unknown.values())))
+        return [], Explanation(rule.id, "facts unknown", detail, facts_unknown)
     conditions = " and ".join(c.text for c in rule.when)
     return [], Explanation(
-        rule.id, "condition false", f"{conditions} holds on none of {len(targets)} targets"
+        rule.id,
+        "condition false",
+        f"{conditions} holds on none of {len(targets)} {plural('target', len(targets))}",
     )
 
 

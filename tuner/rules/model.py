@@ -172,3 +172,4 @@ class Explanation:
     rule: str
     status: str
     detail: str
+    unknown: tuple[str, ...] = ()  # with status "facts unknown": the facts no target knew
