@@ -198,13 +198,18 @@ def _block_label(topology: Topology, dev: BlockDevice) -> Text:
 
 
 def _net_label(nic: NetDevice) -> Text:
-    label = Text.assemble((nic.name, "bold"), f"  mtu {nic.mtu or '?'}")
+    label = Text(nic.name, style="bold")
+    if nic.mtu:
+        label.append(f"  mtu {nic.mtu}")
     if nic.speed_mbps:
         label.append(f"  {nic.speed_mbps} Mb/s")
-    if nic.rx_queues or nic.tx_queues:
-        label.append(f"  queues rx {nic.rx_queues} tx {nic.tx_queues}", style="dim")
+    queues = [f"{kind} {n}" for kind, n in (("rx", nic.rx_queues), ("tx", nic.tx_queues)) if n]
+    if queues:
+        label.append(f"  queues {' '.join(queues)}", style="dim")
     if nic.driver:
         label.append(f"  driver {nic.driver}", style="dim")
+    if not (nic.mtu or nic.speed_mbps or queues or nic.driver):
+        label.append("  (no attributes readable)", style="dim")
     return label
 
 
@@ -245,22 +250,28 @@ def _virtual_net(root: Tree, topology: Topology) -> None:
             branch.add(_net_label(nic))
 
 
-def _tcp_table(topology: Topology) -> Table:
+def _tcp_table(topology: Topology) -> RenderableType:
     tcp = topology.tcp
-    table = Table(title="TCP", show_header=False, title_justify="left")
+    rows = [
+        ("net.ipv4.tcp_rmem", " ".join(map(str, tcp.tcp_rmem)) if tcp.tcp_rmem else None),
+        ("net.ipv4.tcp_wmem", " ".join(map(str, tcp.tcp_wmem)) if tcp.tcp_wmem else None),
+        ("net.core.rmem_max", _size_and_bytes(tcp.rmem_max)),
+        ("net.core.wmem_max", _size_and_bytes(tcp.wmem_max)),
+        ("net.ipv4.tcp_congestion_control", tcp.congestion_control),
+        ("available", " ".join(tcp.available_congestion_control) or None),
+    ]
+    known = [(key, value) for key, value in rows if value is not None]
+    if not known:
+        return Text("TCP settings: not readable here (no /proc/sys/net in this root)", style="dim")
+    width = max(len(key) for key, _ in known) + 2
+    lines = [Text("TCP", style="bold")]
+    lines += [Text(f"  {key:<{width}}{value}") for key, value in known]
+    return Group(*lines)
 
-    def triple(value: tuple[int, ...] | None) -> str:
-        return " ".join(map(str, value)) if value else "?"
 
-    table.add_row("tcp_rmem", triple(tcp.tcp_rmem))
-    table.add_row("tcp_wmem", triple(tcp.tcp_wmem))
-    table.add_row("rmem_max", str(tcp.rmem_max))
-    table.add_row("wmem_max", str(tcp.wmem_max))
-    table.add_row(
-        "congestion control",
-        f"{tcp.congestion_control} (available: {' '.join(tcp.available_congestion_control)})",
-    )
-    return table
+def _size_and_bytes(value: int | None) -> str | None:
+    """212992 -> '212992 (208.0 KiB)': the exact figure sysctl takes, and its size."""
+    return None if value is None else f"{value} ({human_bytes(value)})"
 
 
 def _irq_table(topology: Topology) -> Table:
