@@ -66,9 +66,8 @@ def render_topology(topology: Topology, section: str | None = None) -> Renderabl
 
 def _numa_branch(root: Tree, topology: Topology) -> None:
     for node in topology.of_type(NumaNode):
-        label = Text.assemble(
-            (f"NUMA node {node.os_index}", "bold green"), f"  CPUs {cpulist(node.cpus)}"
-        )
+        cpus = f"CPUs {cpulist(node.cpus)}" if node.cpus else "no CPUs (memory only)"
+        label = Text.assemble((f"NUMA node {node.os_index}", "bold green"), f"  {cpus}")
         if node.memory_bytes:
             label.append(f"  {human_bytes(node.memory_bytes)}")
         if len(node.distances) > 1:
@@ -110,11 +109,23 @@ def _pci_filter(topology: Topology, section: str | None) -> Callable[[Node], boo
                 isinstance(node, PciFunction) and node.is_network_controller
             )
         return isinstance(node, (BlockDevice, NetDevice)) or (
-            isinstance(node, PciFunction)
-            and (node.is_storage_controller or node.is_network_controller)
+            isinstance(node, PciFunction) and _important(node)
         )
 
     return keep
+
+
+# The PCI classes lstopo shows by default (hwloc's "important" filter): storage, network,
+# display, processors and co-processors, fibre channel, InfiniBand, CXL memory, accelerators;
+# and anything unclassified or of unknown class. Bridges show as the path to these.
+_IMPORTANT_BASES = frozenset((0x00, 0x01, 0x02, 0x03, 0x0B, 0x12))
+_IMPORTANT_CLASSES = frozenset((0x0C04, 0x0C06, 0x0502))
+
+
+def _important(fn: PciFunction) -> bool:
+    if fn.class_code is None:
+        return True
+    return fn.base_class in _IMPORTANT_BASES or fn.class_code >> 8 in _IMPORTANT_CLASSES
 
 
 def _pci_children(
@@ -149,8 +160,10 @@ def _pci_label(topology: Topology, fn: PciFunction) -> Text:
     kind = pci_class_name(fn.class_code) if fn.class_code is not None else "?"
     style = "bold" if fn.is_storage_controller or fn.is_network_controller else ""
     label = Text.assemble((fn.address, "cyan"), " ", (kind, style))
-    ids = f" [{fn.vendor_id or 0:04x}:{fn.device_id or 0:04x}]"
-    label.append(ids, style="dim")
+    if fn.vendor_id is None or fn.device_id is None:
+        label.append(" (vendor and device ids not readable)", style="dim")
+    else:
+        label.append(f" [{fn.vendor_id:04x}:{fn.device_id:04x}]", style="dim")
     if fn.vendor_name or fn.device_name:
         label.append(f" {fn.vendor_name or ''} {fn.device_name or ''}".rstrip())
     if fn.driver:
