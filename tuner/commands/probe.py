@@ -61,8 +61,9 @@ def probe(
 ) -> None:
     """Discover PCI links, controllers, disks, storage stacks, NICs, IRQs and NUMA layout.
 
-    Read-only. Unreadable or malformed attributes are listed as warnings; the exit code is 0
-    even then, and 2 when --root is not a directory or a capture.
+    Read-only. Unreadable or malformed attributes are listed as warnings (on stderr).
+    Exit codes: 0 probed (also with warnings), 2 bad input (--root is not a directory or a
+    capture, --gather names another format or a missing directory).
     """
     with ExitStack() as stack:
         fs = HostFS(open_root(root, stack))

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from tuner.cli_help import Command, Group, examples
 from tuner.codec import encode
 from tuner.errors import BadInput
 from tuner.findings_view import print_wrapped
@@ -18,11 +19,13 @@ from tuner.rules.markdown import rule_base_markdown, rule_markdown
 
 app = typer.Typer(
     help="List and show the rules iotuner applies. Exit codes: 0 ok, 2 bad input.",
+    epilog=examples("rules"),
     no_args_is_help=True,
+    cls=Group,
 )
 
 
-@app.command(name="list")
+@app.command(name="list", cls=Command, epilog=examples("list"))
 def list_rules(
     as_json: Annotated[bool, typer.Option("--json", help="Print the rules as JSON.")] = False,
     markdown: Annotated[
@@ -31,7 +34,6 @@ def list_rules(
 ) -> None:
     """Every rule: id, severity, lesson, what it applies to, its title and workloads.
 
-    Examples: `iotuner rules list`, `iotuner rules list --markdown > docs/rules.md`.
     Exit codes: 0 listed, 2 the rule base does not load (the line names file and line).
     """
     base = load_rule_base()
@@ -52,14 +54,13 @@ def list_rules(
             print_wrapped(console, Text(f"{rule.title} (workloads: {workloads})"), 4)
 
 
-@app.command(name="show")
+@app.command(name="show", cls=Command, epilog=examples("show"))
 def show_rule(
     rule_id: Annotated[str, typer.Argument(help="The rule's id (see `iotuner rules list`).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the rule as JSON.")] = False,
 ) -> None:
     """One rule in full: condition, evidence, recommendation, sources with their quotes.
 
-    Example: `iotuner rules show readahead-small-for-streaming`.
     Exit codes: 0 shown, 2 no such rule or the rule base does not load.
     """
     base = load_rule_base()
