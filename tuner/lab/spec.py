@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from tuner.errors import BadInput
+from tuner.yaml_text import yaml_error
 
 SPECS_DIR = Path(__file__).with_name("specs")
 STRIPES = ("btrfs-raid0",)
@@ -93,10 +94,7 @@ def parse_spec(text: str, source: str, default_name: str) -> LabSpec:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or "cannot be parsed"
-        raise BadInput(f"{source}: not valid YAML{where}: {problem}") from None
+        raise BadInput(yaml_error(source, err)) from None
     return _Checker(source).spec(data, default_name)
 
 
