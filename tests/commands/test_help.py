@@ -41,6 +41,8 @@ def test_help_has_examples_and_exit_codes(path: list[str]) -> None:
     assert "<bool>" not in text  # a flag takes no value
     usage = next(line for line in text.splitlines() if "Usage:" in line)
     assert "{" not in usage
+    if "COMMAND" not in usage:  # every command that prints has --json
+        assert "--json" in text
 
 
 def test_completion_and_required_arguments_in_capitals() -> None:
