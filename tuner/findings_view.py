@@ -77,9 +77,19 @@ def _print_finding(console: Console, f: Finding) -> None:
     _paragraph(console, "recommend: ", f.recommendation)
     for setting in f.settings:
         console.print(Text(" " * _INDENT + "set: " + setting_label(setting)), soft_wrap=True)
-    for source in f.sources:
-        _paragraph(console, "source: ", source.citation())
+    for citation in citations(f):
+        _paragraph(console, "source: ", citation)
     console.print()
+
+
+def citations(finding: Finding) -> list[str]:
+    """One citation per paper, its places in it joined: '..., (2005), Section II.C; Table 1'."""
+    places: dict[str, list[str]] = {}
+    works: dict[str, str] = {}
+    for source in finding.sources:
+        works.setdefault(source.paper, source.citation().removesuffix(f", {source.where}"))
+        places.setdefault(source.paper, []).append(source.where)
+    return [f"{works[paper]}, {'; '.join(where)}" for paper, where in places.items()]
 
 
 def _paragraph(console: Console, label: str, text: str, indent: int = _INDENT) -> None:

@@ -8,7 +8,7 @@ from html import escape
 from typing import Any
 
 from tuner import __version__
-from tuner.findings_view import setting_label
+from tuner.findings_view import citations, setting_label
 from tuner.report.data import ScalingCurve, SweepGrid, TuneRun, best_so_far
 from tuner.report.diagram import SEVERITY_FILL, SEVERITY_ORDER, topology_svg
 from tuner.report.figures import (
@@ -140,7 +140,7 @@ def _findings(findings: tuple[Finding, ...], workload: str) -> str:
     rank = {severity: i for i, severity in enumerate(SEVERITY_ORDER)}
     rows = []
     for f in sorted(findings, key=lambda f: (rank.get(f.severity, 9), f.rule, f.target)):
-        source = "; ".join(s.citation() for s in f.sources)
+        source = "; ".join(citations(f))
         colour = SEVERITY_FILL.get(f.severity, SEVERITY_FILL[None])
         settings = "<br>".join(f"<code>{escape(setting_label(x))}</code>" for x in f.settings)
         rows.append(
