@@ -184,8 +184,9 @@ def _pci_label(topology: Topology, fn: PciFunction) -> Text:
 
 def _block_label(topology: Topology, dev: BlockDevice) -> Text:
     label = Text.assemble((dev.name, "bold"), f"  {human_bytes(dev.size_bytes)}")
-    if dev.rotational is not None:
-        label.append("  HDD" if dev.rotational else "  SSD")
+    medium = _medium(dev)
+    if medium:
+        label.append(f"  {medium}")
     if dev.model:
         label.append(f"  {dev.model}", style="dim")
     queue = dev.queue
@@ -208,6 +209,21 @@ def _block_label(topology: Topology, dev: BlockDevice) -> Text:
     if mount is not None:
         label.append(f"  {mount.fstype} {mount.mountpoint}", style="green")
     return label
+
+
+# SCSI CD-ROM (sr) is major 11; its queue says rotational, but it is no hard disk.
+_OPTICAL_MAJOR = 11
+
+
+def _medium(dev: BlockDevice) -> str | None:
+    """HDD or SSD from the queue's rotational flag, except where that flag misleads."""
+    if dev.major == _OPTICAL_MAJOR or dev.name.startswith("sr"):
+        return "optical"
+    if dev.name.startswith(("pmem", "dax")):
+        return "persistent memory"
+    if dev.rotational is None:
+        return None
+    return "HDD" if dev.rotational else "SSD"
 
 
 def _net_label(nic: NetDevice) -> Text:
