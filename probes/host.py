@@ -31,6 +31,7 @@ def probe_host(fs: HostFS) -> Topology:
         name=_hostname(fs),
         hostname=_hostname(fs),
         memory_bytes=memtotal_bytes(fs, "proc/meminfo"),
+        kernel=fs.read("proc/sys/kernel/osrelease"),
     )
     nodes = _attach_orphans(fs, [machine, *numa, *pci, *storage.nodes, *nics])
     topology = Topology(
@@ -52,9 +53,11 @@ def probe_host(fs: HostFS) -> Topology:
 
 
 def _hostname(fs: HostFS) -> str:
+    # Read through fs on the live host too, so a capture (probe --gather) carries the name.
+    name = fs.read("proc/sys/kernel/hostname")
     if fs.is_live:
-        return socket.gethostname()
-    return fs.read("proc/sys/kernel/hostname") or fs.read("etc/hostname") or fs.root.name
+        return name or socket.gethostname()
+    return name or fs.read("etc/hostname") or fs.root.name
 
 
 def _attach_orphans(fs: HostFS, nodes: list[Node]) -> list[Node]:

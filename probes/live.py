@@ -1,4 +1,5 @@
-"""What only the running host can tell: udev's identity properties and psutil's CPU figures.
+"""What only the running host can tell: udev's identity properties, psutil's CPU figures and
+the host's (derived) machine id.
 
 Used when the probed root is `/`. udev knows a disk's model, serial and WWN from its own
 inquiries (ATA IDENTIFY, SCSI VPD pages) and the file-system type from blkid, none of which
@@ -13,6 +14,7 @@ from typing import Any
 import psutil
 
 from probes.hostfs import HostFS
+from tuner.host_identity import read_machine_id
 from tuner.topology import BlockDevice, Machine, Node, Topology
 
 _UDEV_FIELDS = {
@@ -48,7 +50,10 @@ def enrich_live(topology: Topology, fs: HostFS) -> Topology:
         if isinstance(node, BlockDevice) and node.name in udev:
             node = _with_udev(node, udev[node.name])
         elif isinstance(node, Machine):
-            node = dataclasses.replace(node, memory_bytes=psutil.virtual_memory().total)
+            # Read here, not through fs: a capture for a bug report should not carry it.
+            node = dataclasses.replace(
+                node, memory_bytes=psutil.virtual_memory().total, machine_id=read_machine_id()
+            )
         nodes.append(node)
     cpu = topology.cpu
     freq = psutil.cpu_freq()

@@ -2,7 +2,11 @@
 
 A function's parent is the bridge function just above it in its resolved sysfs path, or its
 host bridge (`sys/devices/pciDDDD:BB`). A host bridge nested below a function (Intel VMD,
-whose domain 10000 and up sits behind an endpoint) hangs from that function.
+whose domain 10000 and up sits behind an endpoint) hangs from that function. A bridge that
+`sys/bus/pci/devices` leaves out but whose directory is on the path is read from there; one
+that is missing altogether is skipped, its functions hung from the next function up. Functions
+found outside any `pciDDDD:BB` directory (captures that copy `sys/bus/pci/devices/*` as plain
+directories) hang from a host bridge named by their own domain and bus, as lstopo shows them.
 
 Reads: sys/bus/pci/devices/* (links; sys/devices/pci*/ walked when that is missing), and per
 function: vendor, device, subsystem_vendor, subsystem_device, class, driver (link), numa_node,
@@ -38,14 +42,18 @@ def probe_pci(fs: HostFS) -> list[Node]:
     """Every PCI host bridge that has functions, then every function, each bridge before its own."""
     paths = _function_paths(fs)
     ids = find_pci_ids(fs) if paths else None
+    found = set(paths)
     bridges: dict[str, PciHostBridge] = {}
     functions: list[Node] = []
     for real in paths:
         parts = real.split("/")
         root = _host_bridge(parts)
-        if root is not None and root[0] not in bridges:
-            bridges[root[0]] = root[1]
-        functions.append(_read_function(fs, real, _parent_id(parts[:-1]), ids))
+        parent = _parent_id(_present_ancestors(parts[:-1], found))
+        if root is None:
+            root = _bus_bridge(parts[-1])
+            parent = root[1].id if parent == MACHINE_ID else parent
+        bridges.setdefault(root[0], root[1])
+        functions.append(_read_function(fs, real, parent, ids))
     return [*bridges.values(), *functions]
 
 
@@ -65,6 +73,7 @@ def _function_paths(fs: HostFS) -> list[str]:
                 fs.warn(f"{link}: points to {real}, not a PCI function; skipped")
             else:
                 found.add(real)
+        found |= _unlisted_bridges(fs, found)
     else:
         for name in fs.listdir(DEVICES_DIR):
             if PCI_ROOT.match(name):
@@ -84,6 +93,42 @@ def _walk(fs: HostFS, rel: str, found: set[str]) -> None:
         if is_pci_address(name):
             found.add(child)
         _walk(fs, child, found)
+
+
+def _unlisted_bridges(fs: HostFS, found: set[str]) -> set[str]:
+    """Bridges on the functions' paths that the bus listing left out but sysfs still holds."""
+    extra: set[str] = set()
+    for real in found:
+        parts = real.split("/")
+        for index in range(len(parts) - 1):
+            if not is_pci_address(parts[index]):
+                continue
+            ancestor = "/".join(parts[: index + 1])
+            # A function's directory has its config-space attributes; a bare one is not read.
+            if ancestor in found or ancestor in extra or not fs.exists(f"{ancestor}/class"):
+                continue
+            fs.warn(f"{ancestor}: missing from {BUS_DIR}; read from its sysfs directory")
+            extra.add(ancestor)
+    return extra
+
+
+def _present_ancestors(parts: list[str], found: set[str]) -> list[str]:
+    """The path components, less the PCI functions above that no listing or directory has."""
+    kept = []
+    for index, part in enumerate(parts):
+        if is_pci_address(part) and "/".join(parts[: index + 1]) not in found:
+            continue
+        kept.append(part)
+    return kept
+
+
+def _bus_bridge(address: str) -> tuple[str, PciHostBridge]:
+    """The host bridge of a function found outside any pciDDDD:BB directory, by its address."""
+    domain, bus = address.split(":")[:2]
+    key = f"pci{domain}:{bus}"
+    return key, PciHostBridge(
+        id=pci_bus_id(domain, bus), parent=MACHINE_ID, name=key, domain=domain, bus=bus
+    )
 
 
 def _parent_id(parts: list[str]) -> str:

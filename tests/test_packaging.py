@@ -27,6 +27,7 @@ def test_wheel_carries_rules_and_playbooks(wheel: Path) -> None:
     assert "tuner/_data/rules/README.md" in names
     assert "tuner/_data/playbooks/README.md" in names
     assert any(n.startswith("probes/") for n in names)
+    assert any(n.endswith(".data/data/share/man/man1/iotuner.1") for n in names)
 
 
 def test_installed_command_runs_and_finds_its_data(wheel: Path, tmp_path: Path) -> None:

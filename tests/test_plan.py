@@ -54,3 +54,13 @@ def test_not_a_plan(tmp_path: Path, text: str) -> None:
     path.write_text(text)
     with pytest.raises(BadInput, match="plan"):
         read_plan(path)
+
+
+def test_malformed_yaml_names_the_file_and_line_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text("plan_version: 1\nentries:\n  - key: a\n    value: [1, 2\nhost: x\n")
+    with pytest.raises(BadInput) as err:
+        read_plan(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}:5: not valid YAML (expected ',' or ']'")
+    assert "<unicode string>" not in message and "\n" not in message

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tuner.results import load_result, result_path, save_result
+from tuner.host_identity import live_identity
+from tuner.results import MEASURED_ON, load_result, result_path, save_result
 
 
-def test_save_then_load_round_trips(state: Path) -> None:
+def test_save_then_load_round_trips_with_the_host_it_was_measured_on(state: Path) -> None:
     doc = {"groups": [{"devices": ["loop4"], "mbps": 99.5}]}
     path = save_result("bottleneck", doc)
     assert path == state / "results" / "bottleneck.json" == result_path("bottleneck")
-    assert load_result("bottleneck") == doc
+    here = live_identity().document()
+    assert load_result("bottleneck") == {**doc, MEASURED_ON: here}
+    assert here["hostname"] and here["kernel"]
     save_result("bottleneck", {"groups": []})  # the last document wins
-    assert load_result("bottleneck") == {"groups": []}
+    assert load_result("bottleneck") == {"groups": [], MEASURED_ON: here}
     assert [p.name for p in path.parent.iterdir()] == ["bottleneck.json"]  # no temp file left
 
 

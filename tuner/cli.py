@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from tuner import __version__
+from tuner.cli_help import Group, add_command, examples
 from tuner.commands import (
     advise,
     apply,
@@ -30,25 +31,29 @@ from tuner.recovery import recover_if_needed
 
 app = typer.Typer(
     name="iotuner",
-    help="Bring a Linux host's real I/O throughput close to what its hardware can deliver.",
+    help="Bring a Linux host's real I/O throughput close to what its hardware can deliver.\n\n"
+    "Exit codes: 0 ok, 1 findings or failure, 2 bad input. Every command has --help with "
+    "examples and --json; `iotuner --install-completion` adds shell completion, `man iotuner` "
+    "is the manual (docs/iotuner.1).",
+    epilog=examples("iotuner"),
     no_args_is_help=True,
-    add_completion=False,
+    cls=Group,
     rich_markup_mode="markdown",
 )
-app.command(name="probe")(probe.probe)
-app.command(name="advise")(advise.advise)
-app.command(name="tune")(tune.tune)
-app.command(name="apply")(apply.apply)
+add_command(app, "probe", probe.probe)
+add_command(app, "advise", advise.advise)
+add_command(app, "tune", tune.tune)
+add_command(app, "apply", apply.apply)
 app.add_typer(rules.app, name="rules")
-app.command(name="rollback")(rollback.rollback)
-app.command(name="history")(history.history)
-app.command(name="verify")(verify.verify)
-app.command(name="sweep")(sweep.sweep)
-app.command(name="bottleneck")(bottleneck.bottleneck)
+add_command(app, "rollback", rollback.rollback)
+add_command(app, "history", history.history)
+add_command(app, "verify", verify.verify)
+add_command(app, "sweep", sweep.sweep)
+add_command(app, "bottleneck", bottleneck.bottleneck)
 app.add_typer(lab.app, name="lab")
-app.command(name="report")(report.report)
-app.command(name="daemon")(daemon.daemon)
-app.command(name="status")(status.status)
+add_command(app, "report", report.report)
+add_command(app, "daemon", daemon.daemon)
+add_command(app, "status", status.status)
 
 
 def _version(value: bool) -> None:

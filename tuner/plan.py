@@ -17,6 +17,7 @@ from tuner.codec import DecodeError, decode, encode
 from tuner.errors import BadInput
 from tuner.rules.model import Finding
 from tuner.tunables.registry import TUNABLES
+from tuner.yaml_text import yaml_error
 
 PLAN_VERSION = 1
 DAEMON_SOURCE = "daemon"
@@ -124,7 +125,7 @@ def parse_plan(text: str, where: str) -> Plan:
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise BadInput(f"{where}: cannot read plan ({err})") from None
+        raise BadInput(yaml_error(where, err)) from None
     if not isinstance(raw, dict) or raw.get("plan_version") != PLAN_VERSION:
         raise BadInput(f"{where}: not an iotuner plan (plan_version {PLAN_VERSION} expected)")
     try:

@@ -1,4 +1,8 @@
-"""The last JSON document of `bottleneck`, `sweep` and `tune`, kept for `iotuner report`."""
+"""The last JSON document of `bottleneck`, `sweep` and `tune`, kept for `iotuner report`.
+
+Each is saved with the identity of the host it was measured on (`measured_on`): the report of
+another host (a capture, a copied state directory) must not show it as its own.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from tuner.host_identity import live_identity
 from tuner.state import state_dir, state_path
+
+MEASURED_ON = "measured_on"
 
 
 def result_path(name: str) -> Path:
@@ -17,7 +24,9 @@ def result_path(name: str) -> Path:
 
 
 def save_result(name: str, doc: dict[str, Any]) -> Path:
-    """Write `doc` as result `name`, atomically: a reader sees the old or the new, never half."""
+    """Write `doc` as result `name` with this host's identity, atomically: a reader sees the
+    old or the new, never half."""
+    doc = {**doc, MEASURED_ON: live_identity().document()}
     folder = state_dir() / "results"
     folder.mkdir(mode=0o700, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")

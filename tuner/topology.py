@@ -142,6 +142,8 @@ class Machine(Node):
 
     hostname: str | None = None
     memory_bytes: int | None = None
+    kernel: str | None = None  # the release, proc/sys/kernel/osrelease
+    machine_id: str | None = None  # derived from /etc/machine-id (tuner/host_identity.py), live
 
 
 @dataclass(frozen=True)

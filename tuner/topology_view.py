@@ -66,9 +66,8 @@ def render_topology(topology: Topology, section: str | None = None) -> Renderabl
 
 def _numa_branch(root: Tree, topology: Topology) -> None:
     for node in topology.of_type(NumaNode):
-        label = Text.assemble(
-            (f"NUMA node {node.os_index}", "bold green"), f"  CPUs {cpulist(node.cpus)}"
-        )
+        cpus = f"CPUs {cpulist(node.cpus)}" if node.cpus else "no CPUs (memory only)"
+        label = Text.assemble((f"NUMA node {node.os_index}", "bold green"), f"  {cpus}")
         if node.memory_bytes:
             label.append(f"  {human_bytes(node.memory_bytes)}")
         if len(node.distances) > 1:
@@ -110,11 +109,23 @@ def _pci_filter(topology: Topology, section: str | None) -> Callable[[Node], boo
                 isinstance(node, PciFunction) and node.is_network_controller
             )
         return isinstance(node, (BlockDevice, NetDevice)) or (
-            isinstance(node, PciFunction)
-            and (node.is_storage_controller or node.is_network_controller)
+            isinstance(node, PciFunction) and _important(node)
         )
 
     return keep
+
+
+# The PCI classes lstopo shows by default (hwloc's "important" filter): storage, network,
+# display, processors and co-processors, fibre channel, InfiniBand, CXL memory, accelerators;
+# and anything unclassified or of unknown class. Bridges show as the path to these.
+_IMPORTANT_BASES = frozenset((0x00, 0x01, 0x02, 0x03, 0x0B, 0x12))
+_IMPORTANT_CLASSES = frozenset((0x0C04, 0x0C06, 0x0502))
+
+
+def _important(fn: PciFunction) -> bool:
+    if fn.class_code is None:
+        return True
+    return fn.base_class in _IMPORTANT_BASES or fn.class_code >> 8 in _IMPORTANT_CLASSES
 
 
 def _pci_children(
@@ -149,8 +160,10 @@ def _pci_label(topology: Topology, fn: PciFunction) -> Text:
     kind = pci_class_name(fn.class_code) if fn.class_code is not None else "?"
     style = "bold" if fn.is_storage_controller or fn.is_network_controller else ""
     label = Text.assemble((fn.address, "cyan"), " ", (kind, style))
-    ids = f" [{fn.vendor_id or 0:04x}:{fn.device_id or 0:04x}]"
-    label.append(ids, style="dim")
+    if fn.vendor_id is None or fn.device_id is None:
+        label.append(" (vendor and device ids not readable)", style="dim")
+    else:
+        label.append(f" [{fn.vendor_id:04x}:{fn.device_id:04x}]", style="dim")
     if fn.vendor_name or fn.device_name:
         label.append(f" {fn.vendor_name or ''} {fn.device_name or ''}".rstrip())
     if fn.driver:
@@ -171,8 +184,9 @@ def _pci_label(topology: Topology, fn: PciFunction) -> Text:
 
 def _block_label(topology: Topology, dev: BlockDevice) -> Text:
     label = Text.assemble((dev.name, "bold"), f"  {human_bytes(dev.size_bytes)}")
-    if dev.rotational is not None:
-        label.append("  HDD" if dev.rotational else "  SSD")
+    medium = _medium(dev)
+    if medium:
+        label.append(f"  {medium}")
     if dev.model:
         label.append(f"  {dev.model}", style="dim")
     queue = dev.queue
@@ -197,14 +211,34 @@ def _block_label(topology: Topology, dev: BlockDevice) -> Text:
     return label
 
 
+# SCSI CD-ROM (sr) is major 11; its queue says rotational, but it is no hard disk.
+_OPTICAL_MAJOR = 11
+
+
+def _medium(dev: BlockDevice) -> str | None:
+    """HDD or SSD from the queue's rotational flag, except where that flag misleads."""
+    if dev.major == _OPTICAL_MAJOR or dev.name.startswith("sr"):
+        return "optical"
+    if dev.name.startswith(("pmem", "dax")):
+        return "persistent memory"
+    if dev.rotational is None:
+        return None
+    return "HDD" if dev.rotational else "SSD"
+
+
 def _net_label(nic: NetDevice) -> Text:
-    label = Text.assemble((nic.name, "bold"), f"  mtu {nic.mtu or '?'}")
+    label = Text(nic.name, style="bold")
+    if nic.mtu:
+        label.append(f"  mtu {nic.mtu}")
     if nic.speed_mbps:
         label.append(f"  {nic.speed_mbps} Mb/s")
-    if nic.rx_queues or nic.tx_queues:
-        label.append(f"  queues rx {nic.rx_queues} tx {nic.tx_queues}", style="dim")
+    queues = [f"{kind} {n}" for kind, n in (("rx", nic.rx_queues), ("tx", nic.tx_queues)) if n]
+    if queues:
+        label.append(f"  queues {' '.join(queues)}", style="dim")
     if nic.driver:
         label.append(f"  driver {nic.driver}", style="dim")
+    if not (nic.mtu or nic.speed_mbps or queues or nic.driver):
+        label.append("  (no attributes readable)", style="dim")
     return label
 
 
@@ -245,22 +279,28 @@ def _virtual_net(root: Tree, topology: Topology) -> None:
             branch.add(_net_label(nic))
 
 
-def _tcp_table(topology: Topology) -> Table:
+def _tcp_table(topology: Topology) -> RenderableType:
     tcp = topology.tcp
-    table = Table(title="TCP", show_header=False, title_justify="left")
+    rows = [
+        ("net.ipv4.tcp_rmem", " ".join(map(str, tcp.tcp_rmem)) if tcp.tcp_rmem else None),
+        ("net.ipv4.tcp_wmem", " ".join(map(str, tcp.tcp_wmem)) if tcp.tcp_wmem else None),
+        ("net.core.rmem_max", _size_and_bytes(tcp.rmem_max)),
+        ("net.core.wmem_max", _size_and_bytes(tcp.wmem_max)),
+        ("net.ipv4.tcp_congestion_control", tcp.congestion_control),
+        ("available", " ".join(tcp.available_congestion_control) or None),
+    ]
+    known = [(key, value) for key, value in rows if value is not None]
+    if not known:
+        return Text("TCP settings: not readable here (no /proc/sys/net in this root)", style="dim")
+    width = max(len(key) for key, _ in known) + 2
+    lines = [Text("TCP", style="bold")]
+    lines += [Text(f"  {key:<{width}}{value}") for key, value in known]
+    return Group(*lines)
 
-    def triple(value: tuple[int, ...] | None) -> str:
-        return " ".join(map(str, value)) if value else "?"
 
-    table.add_row("tcp_rmem", triple(tcp.tcp_rmem))
-    table.add_row("tcp_wmem", triple(tcp.tcp_wmem))
-    table.add_row("rmem_max", str(tcp.rmem_max))
-    table.add_row("wmem_max", str(tcp.wmem_max))
-    table.add_row(
-        "congestion control",
-        f"{tcp.congestion_control} (available: {' '.join(tcp.available_congestion_control)})",
-    )
-    return table
+def _size_and_bytes(value: int | None) -> str | None:
+    """212992 -> '212992 (208.0 KiB)': the exact figure sysctl takes, and its size."""
+    return None if value is None else f"{value} ({human_bytes(value)})"
 
 
 def _irq_table(topology: Topology) -> Table:

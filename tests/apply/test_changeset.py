@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -125,3 +126,26 @@ def test_kill_9_in_the_middle_of_an_apply_is_undone_by_the_next_command(
     assert not (conf / UDEV_RULES).exists()
     assert (conf / SYSCTL_CONF).read_bytes() == OLD_SYSCTL
     assert '"status": "rolled-back"' in result.stdout
+
+
+def test_history_prints_paths_whole_and_one_time_format(
+    host: SysTree, conf: Path, state: Path
+) -> None:
+    rendered = render(PLAN, root=host.root, conf_root=conf)
+    long_plan = "/srv/" + "/".join(["plans-for-the-storage-fleet"] * 4) + "/plan.yaml"
+    with Journal(state / "state.db") as journal:
+        first = changeset.begin(journal, rendered, plan_text="p", plan_path=long_plan,
+                                root=host.root)  # fmt: skip
+        changeset.finish(journal, first, "applied")
+        assert changeset.undo(journal, first) == []
+    env = {**os.environ, "IOTUNER_STATE_DIR": str(state), "COLUMNS": "80"}
+    result = subprocess.run([sys.executable, "-m", "tuner.cli", "history"], env=env,
+                            capture_output=True, text=True, cwd=REPO)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert f"    plan {long_plan}" in lines
+    assert f"    wrote {conf / UDEV_RULES}" in lines
+    head = next(line for line in lines if line.startswith("#1 "))
+    # Applied and rolled back, both as local 'YYYY-MM-DD HH:MM:SS' (no 'T', no UTC offset).
+    assert re.fullmatch(r"#1  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d  rolled back \d{4}-\d\d-\d\d "
+                        r"\d\d:\d\d:\d\d", head), head  # fmt: skip

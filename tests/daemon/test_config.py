@@ -233,3 +233,36 @@ def test_the_validator_command(tmp_path: Path) -> None:
     assert refused.stderr == f"{bad}:2: retune.budget: must be at least 3, not 1\n"
     usage = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
     assert usage.returncode == 2 and "usage:" in usage.stderr
+
+
+def test_check_config_json_prints_the_whole_configuration(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    path = tmp_path / "iotuner.toml"
+    path.write_text('[daemon]\nsocket = "/run/test/iotuner.sock"\n[retune]\nbudget = 5\n')
+    result = subprocess.run(
+        [sys.executable, "-m", "tuner.cli", "daemon", "--config", str(path), "--check-config",
+         "--json"], capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["ok"] is True and doc["config"] == str(path)
+    assert doc["settings"]["daemon"]["socket"] == "/run/test/iotuner.sock"
+    assert doc["settings"]["retune"]["budget"] == 5
+
+
+def test_json_log_lines_are_one_object_each() -> None:
+    import json
+    import logging
+
+    from tuner.commands.daemon import JsonLines
+
+    record = logging.LogRecord("tuner.daemon", logging.INFO, "x", 1, "held %d settings", (3,), None)
+    doc = json.loads(JsonLines().format(record))
+    assert (doc["level"], doc["logger"], doc["message"]) == (
+        "info",
+        "tuner.daemon",
+        "held 3 settings",
+    )

@@ -77,7 +77,7 @@ def test_status_json_and_event_count(tmp_path: Path) -> None:
         none = run("--socket", str(path), "--events", "0")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
-    assert doc == {**full, "events": full["events"][-2:]}
+    assert doc == {"running": True, **full, "events": full["events"][-2:]}
     assert seen[0] == {"cmd": "status", "events": 2}
     assert none.exit_code == 0 and "recent events" not in none.output
 
@@ -146,3 +146,12 @@ def test_exit_codes_and_one_line_messages(tmp_path: Path) -> None:
     gone = command("--config", str(tmp_path / "nope.toml"))
     assert gone.returncode == 2 and "no such configuration file" in gone.stderr
     assert command("--events", "-1").returncode == 2
+
+
+def test_json_without_a_daemon_still_prints_json(tmp_path: Path) -> None:
+    missing = tmp_path / "none.sock"
+    result = command("--socket", str(missing), "--json")
+    assert result.returncode == 1
+    doc = json.loads(result.stdout)
+    assert doc["running"] is False and doc["socket"] == str(missing)
+    assert "the socket does not exist" in doc["error"] and "socket does not exist" in result.stderr

@@ -163,6 +163,21 @@ def test_mounts_on_arrays_and_atime() -> None:
     assert (data["xfs_sunit_bytes"], data["geometry_matches"]) == (None, None)
 
 
+def test_a_bind_mount_is_not_a_file_system_of_its_own() -> None:
+    host = Host()
+    sas_hba_with_disks(host, disks=1)
+    host.partition("sda1", "sda", 1 * MIB)
+    options = ("rw", "relatime")
+    host.mounts.extend(
+        [
+            Mount("/dev/sda1", "/", "ext4", options, "sda1"),
+            Mount("/dev/sda1", "/run/netns", "ext4", options, "sda1"),  # ip netns's bind
+            Mount("/dev/sda1", "/srv/ro", "ext4", ("ro", "noatime"), "sda1"),  # other options
+        ]
+    )
+    assert set(targets(host, "mount")) == {"/", "/srv/ro"}
+
+
 def test_relatime_still_updates_atime() -> None:
     host = Host()
     sas_hba_with_disks(host, disks=1)

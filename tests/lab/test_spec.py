@@ -105,7 +105,7 @@ def test_sizes() -> None:
          "        {name: d1, read_mbps: 100, write_mbps: 100, iops: 2000, size: 1GiB}]",
          "x.yaml: disk 'd0': iops 250 caps a btrfs raid0 member at 16 MB/s (64 KiB pieces), "
          "below its 100 MB/s; give it at least 1526 iops"),
-        ("disks:\n  - {name: d0\n", "x.yaml: not valid YAML at line 3"),
+        ("disks:\n  - {name: d0\n", "x.yaml:3: not valid YAML"),
     ],
 )  # fmt: skip
 def test_malformed(text: str, message: str) -> None:

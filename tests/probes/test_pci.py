@@ -327,3 +327,37 @@ def test_parse_pci_ids_keeps_vendor_and_device_lines_only() -> None:
 )  # fmt: skip
 def test_pci_class_name(code: int, name: str) -> None:
     assert pci_class_name(code) == name
+
+
+def test_a_bridge_missing_from_the_bus_listing_is_read_from_its_directory(tree: SysTree) -> None:
+    # hwloc's 32intel64 capture: two X722 functions behind 0000:5f:03.0, which
+    # sys/bus/pci/devices does not list although its directory and attributes are there.
+    add_function(tree, "pci0000:5d/0000:5d:02.0", {"class": "0x060400"})
+    bridge = "sys/devices/pci0000:5d/0000:5d:02.0/0000:5f:03.0"
+    tree.files(bridge, {"vendor": "0x8086", "device": "0x37c5", "class": "0x060400"})
+    for fn in ("0", "1"):
+        add_function(tree, f"pci0000:5d/0000:5d:02.0/0000:5f:03.0/0000:60:00.{fn}",
+                     {"class": "0x020000"})  # fmt: skip
+    fs = HostFS(tree.root)
+    nodes = {n.id: n for n in probe_pci(fs)}
+    assert nodes[pci_id("0000:5f:03.0")].parent == pci_id("0000:5d:02.0")
+    assert nodes[pci_id("0000:60:00.0")].parent == pci_id("0000:5f:03.0")
+    assert nodes[pci_id("0000:60:00.1")].parent == pci_id("0000:5f:03.0")
+    assert any("0000:5f:03.0: missing from sys/bus/pci/devices" in w for w in fs.warnings)
+
+
+def test_functions_outside_any_host_bridge_directory_get_their_bus_as_host_bridge(
+    tree: SysTree,
+) -> None:
+    # hwloc's nvidiagpunumanodes: sys/bus/pci/devices/* are plain directories holding only
+    # class and local_cpus (no vendor, no device, no sys/devices/pci*).
+    for address in ("0004:05:00.0", "0035:04:00.0"):
+        tree.files(f"sys/bus/pci/devices/{address}", {"class": "0x030000", "local_cpus": "f"})
+    fs = HostFS(tree.root)
+    nodes = {n.id: n for n in probe_pci(fs)}
+    gpu = nodes[pci_id("0004:05:00.0")]
+    assert isinstance(gpu, PciFunction) and gpu.vendor_id is None and gpu.class_code == 0x030000
+    assert gpu.parent == pci_bus_id("0004", "05")
+    host = nodes[pci_bus_id("0004", "05")]
+    assert isinstance(host, PciHostBridge) and host.parent == MACHINE_ID
+    assert nodes[pci_id("0035:04:00.0")].parent == pci_bus_id("0035", "04")

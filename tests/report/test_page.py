@@ -8,6 +8,7 @@ from pathlib import Path
 
 from probes.host import probe_host
 from probes.hostfs import HostFS
+from tests.fixtures.scenarios import build_scenario
 from tests.report.conftest import WORKLOAD
 from tests.report.samples import bottleneck_doc, sweep_doc, tune_doc
 from tuner.facts import collect
@@ -66,3 +67,56 @@ def test_sections_without_data_say_how_to_produce_it(host_root: Path) -> None:
     assert "<img" not in page
     for command in ("iotuner bottleneck", "iotuner sweep DEVICE", "iotuner tune"):
         assert f"<code>{command}</code>" in page
+
+
+def test_the_page_names_host_kernel_and_cpu_and_the_findings_their_settings(
+    host_root: Path, tmp_path: Path
+) -> None:
+    page = render_page(_inputs(host_root, with_results=True))
+    header = page[page.index("<h1>") : page.index("<section")]
+    assert "host <strong>nic-hba-one-switch</strong>" in header and "CPUs" in header
+    assert "kernel " in header and "CPU " in header
+    assert "<th>setting and value</th>" in page
+    build_scenario("readahead-128k", tmp_path / "ra")
+    topology = probe_host(HostFS(tmp_path / "ra"))
+    findings = evaluate(load_rule_base(), collect(topology, FactOptions()), "stream-read").findings
+    page = render_page(ReportInputs("ra", "stream-read", topology, findings, (), (), None))
+    assert "<code>block.read_ahead_kb=4096 on md0 (was 128)</code>" in page
+    # Citations by authors, title and year.
+    assert "Hughes-Jones &amp; Dallison, &#x27;Investigation of the interaction" in page
+
+
+def test_the_tune_caption_and_table_give_the_same_best(host_root: Path) -> None:
+    page = render_page(_inputs(host_root, with_results=True))
+    caption = re.search(r"<figcaption>(\d+) trials; best ([\d.]+) MB/s as confirmed", page)
+    assert caption is not None and caption.group(2) == "96.1"
+    assert "<td>96.1 MB/s</td>" in page  # the table's 'after'
+    assert "highest single trial 97.0 MB/s" in page
+
+
+def test_the_convergence_plot_ticks_whole_trials() -> None:
+    from tuner.report.figures import convergence_figure
+
+    run = tune_run({**tune_doc(), "trials": tune_doc()["trials"][:3]})
+    assert run is not None
+    figure = convergence_figure(run)
+    ticks = figure.axes[0].get_xticks()
+    assert len(ticks) >= 2 and all(float(t).is_integer() for t in ticks)
+
+
+def test_results_follow_the_host_they_were_measured_on() -> None:
+    from tuner.host_identity import HostIdentity
+    from tuner.report.build import this_hosts
+
+    here = HostIdentity("db1", "1" * 32, "6.12.0")
+    mine = {"trials": [], "measured_on": {"hostname": "db1", "machine_id": "1" * 32}}
+    renamed = {"trials": [], "measured_on": {"hostname": "db1-old", "machine_id": "1" * 32}}
+    other = {"trials": [], "measured_on": {"hostname": "db1", "machine_id": "2" * 32}}
+    old = {"trials": []}
+    assert this_hosts("tune", mine, here, live=False) == (mine, None)
+    assert this_hosts("tune", renamed, here, live=False)[0] == renamed  # same machine id
+    hidden, note = this_hosts("tune", other, here, live=True)  # same name, another machine
+    assert hidden is None and note is not None and "measured on db1" in note
+    shown, label = this_hosts("tune", old, here, live=True)
+    assert shown == old and label is not None and "records no host" in label
+    assert this_hosts("tune", old, here, live=False)[0] is None

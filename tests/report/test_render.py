@@ -12,7 +12,7 @@ import pytest
 
 from tests.cli import iotuner
 from tests.report.browser import CHROMIUM, pixel_spread, render
-from tests.report.conftest import WORKLOAD
+from tests.report.conftest import SCENARIO, WORKLOAD
 from tests.report.samples import bottleneck_doc, sweep_doc, tune_doc
 
 needs_chromium = pytest.mark.skipif(
@@ -51,13 +51,35 @@ def test_report_renders_in_chromium(host_root: Path, tmp_path: Path) -> None:
     state = tmp_path / "state"
     results = state / "results"
     results.mkdir(parents=True)
+    here = {"measured_on": {"hostname": SCENARIO}}  # measured on the host the report is about
     for name, doc in (("bottleneck", bottleneck_doc()), ("sweep", sweep_doc()),
                       ("tune", tune_doc())):  # fmt: skip
-        (results / f"{name}.json").write_text(json.dumps(doc))
+        (results / f"{name}.json").write_text(json.dumps({**doc, **here}))
     out = tmp_path / "report.html"
     proc = iotuner("report", "--root", str(host_root), "--workload", WORKLOAD,
                    "--out", str(out), state=state, timeout=120)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
+    assert out.read_text().count("<img") == 3
     rendered = render(out, tmp_path)
     assert rendered.console == (), f"console messages: {rendered.console}"
     assert pixel_spread(rendered.screenshot) > 0.05, "the screenshot is blank"
+
+
+def test_a_report_of_another_host_shows_none_of_this_hosts_results(
+    host_root: Path, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    results = state / "results"
+    results.mkdir(parents=True)
+    elsewhere = {"measured_on": {"hostname": "lab-vm", "machine_id": "ab" * 16, "kernel": "6.1"}}
+    (results / "tune.json").write_text(json.dumps({**tune_doc(), **elsewhere}))
+    (results / "sweep.json").write_text(json.dumps(sweep_doc()))  # an older iotuner's: no host
+    out = tmp_path / "report.html"
+    proc = iotuner("report", "--root", str(host_root), "--workload", WORKLOAD,
+                   "--out", str(out), "--json", state=state, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["tune_trials"] == 0
+    page = out.read_text()
+    assert "<img" not in page
+    assert "The saved tune result was measured on lab-vm, kernel 6.1, not on " in page
+    assert "The saved sweep result records no host" in page and "not shown for a capture" in page

@@ -15,6 +15,15 @@ workloads:
     fio: {rw: randread, bs: 4k}
 """
 
+PAPERS = """\
+papers:
+  - id: 003_7920ff5510b23a75.txt
+    authors: ["Hughes-Jones, Richard", "Dallison, Stephen"]
+    title: Investigation of the interaction between high-performance networking and disk sub-systems
+    year: 2005
+    venue: The University of Manchester
+"""
+
 READAHEAD = """\
 rules:
   - id: readahead-small
@@ -38,9 +47,12 @@ rules:
 """
 
 
-def rule_dir(root: Path, rules: str = READAHEAD, workloads: str = WORKLOADS) -> Path:
-    """A rule directory holding workloads.yaml and one theme file with `rules`."""
+def rule_dir(
+    root: Path, rules: str = READAHEAD, workloads: str = WORKLOADS, papers: str = PAPERS
+) -> Path:
+    """A rule directory holding workloads.yaml, papers.yaml and one theme file with `rules`."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "workloads.yaml").write_text(workloads)
+    (root / "papers.yaml").write_text(papers)
     (root / "queues.yaml").write_text(textwrap.dedent(rules))
     return root

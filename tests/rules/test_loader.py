@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.rules.rule_files import READAHEAD, rule_dir
+from tests.rules.rule_files import PAPERS, READAHEAD, rule_dir
 from tuner.rules.loader import RuleError, load_rules
 
 
@@ -34,6 +34,7 @@ def test_a_valid_rule_loads_with_its_line(tmp_path: Path) -> None:
         (("read_ahead_kb < 4096", "read_ahead_kb <<< 4096"), "cannot read condition"),
         (("at_least: 4096", "at_least: 4096\n        value: 1"), "exactly one of"),
         (("    sources:", "    sauces:"), "missing sources"),
+        (("003_7920ff5510b23a75.txt", "003_unknown.txt"), "paper '003_unknown.txt' is not in"),
     ],
 )
 def test_broken_rule_names_file_line_and_problem(
@@ -65,3 +66,29 @@ def test_duplicate_ids_are_refused(tmp_path: Path) -> None:
 def test_missing_directory(tmp_path: Path) -> None:
     with pytest.raises(RuleError, match="rule directory not found"):
         load_rules(tmp_path / "nope")
+
+
+def test_sources_carry_the_catalogue_entry_of_their_paper(tmp_path: Path) -> None:
+    (rule,) = load_rules(rule_dir(tmp_path)).rules
+    (source,) = rule.sources
+    assert source.reference is not None and source.reference.year == 2005
+    assert source.citation() == (
+        "Hughes-Jones & Dallison, 'Investigation of the interaction between high-performance "
+        "networking and disk sub-systems' (2005), Section 4"
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("    year: 2005\n", ""), "missing year"),
+        (("year: 2005", "year: recent"), "year must be a number"),
+        (('["Hughes-Jones, Richard", "Dallison, Stephen"]', "Hughes-Jones"), "list of names"),
+    ],
+)
+def test_a_broken_paper_catalogue_names_file_and_line(
+    tmp_path: Path, change: tuple[str, str], message: str
+) -> None:
+    directory = rule_dir(tmp_path, papers=PAPERS.replace(*change))
+    with pytest.raises(RuleError, match=rf"papers\.yaml:2: paper .*{message}"):
+        load_rules(directory)

@@ -17,7 +17,13 @@ from tuner.codec import encode
 from tuner.errors import BadInput
 from tuner.facts import collect
 from tuner.facts.target import FactOptions
-from tuner.findings_view import render_explanations, render_findings
+from tuner.findings_view import (
+    print_changes,
+    print_explanations,
+    print_findings,
+    print_summary,
+    unevaluated,
+)
 from tuner.host_root import open_root
 from tuner.plan import plan_from_findings, write_plan
 from tuner.rulebase import check_workload, load_rule_base
@@ -76,9 +82,16 @@ def advise(
     else:
         console = Console()
         console.print(f"workload: {workload} (choose with --workload)", style="dim")
-        console.print(render_findings(result.findings))
+        print_findings(console, result.findings)
         if explain:
-            console.print(render_explanations(result.explanations))
+            print_explanations(console, result.explanations)
+        print_summary(console, result.findings, result.explanations, explain)
+        if print_changes(console, result.findings) and plan_out is None:
+            console.print(
+                "iotuner advise --plan-out plan.yaml writes them as a plan for iotuner apply",
+                style="dim",
+                highlight=False,
+            )
         if plan_out is not None:
             console.print(f"plan written to {plan_out}", highlight=False)
     if any(f.severity in ("critical", "warning") for f in result.findings):
@@ -104,6 +117,9 @@ def _document(result: Evaluation, workload: str, explain: bool) -> dict[str, Any
             for f in result.findings
         ],
     }
+    doc["unevaluated"] = [
+        {"rules": rules, "hint": hint} for rules, hint in unevaluated(result.explanations)
+    ]
     if explain:
         doc["explanations"] = encode(result.explanations)
     return doc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -10,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from tuner.codec import encode
 from tuner.errors import BadInput
 
 
@@ -20,6 +22,14 @@ def daemon(
     ] = None,
     check_config: Annotated[
         bool, typer.Option("--check-config", help="Validate the config, print it, and exit.")
+    ] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="With --check-config, print the whole configuration as JSON; when running, "
+            "log one JSON object per line on stderr.",
+        ),
     ] = False,
 ) -> None:
     """Run in the foreground until SIGTERM: re-apply drifted settings, give new disks of a
@@ -34,15 +44,18 @@ def daemon(
 
     loaded = load_config(config)
     if check_config:
-        typer.echo(f"{config or DEFAULT_PATH}: ok")
+        if as_json:
+            doc = {"config": str(loaded.path) if loaded.path else None, "ok": True,
+                   "settings": encode(loaded)}  # fmt: skip
+            sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+        else:
+            typer.echo(f"{config or DEFAULT_PATH}: ok")
         return
     if os.geteuid() != 0:
         raise BadInput("the daemon writes kernel settings and reads the journal: run it as root")
-    logging.basicConfig(
-        level=loaded.daemon.log_level.upper(),
-        format="%(levelname)s %(message)s",
-        stream=sys.stderr,
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonLines() if as_json else logging.Formatter("%(levelname)s %(message)s"))
+    logging.basicConfig(level=loaded.daemon.log_level.upper(), handlers=[handler])
     from tuner.daemon.service import Daemon
     from tuner.recovery import recover_if_needed
 
@@ -53,3 +66,19 @@ def daemon(
     if recovered:
         daemon.events.add("start", f"restored {len(recovered)} value(s) a dead session left")
     raise typer.Exit(daemon.run())
+
+
+class JsonLines(logging.Formatter):
+    """One JSON object per log record: time (Unix seconds), level, logger, message."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record as one line of JSON."""
+        doc = {
+            "time": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            doc["exception"] = self.formatException(record.exc_info)
+        return json.dumps(doc)

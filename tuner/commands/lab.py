@@ -11,19 +11,23 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from tuner.cli_help import Command, Group, examples
 from tuner.codec import encode
 from tuner.lab import Lab, builtin_spec_names, lab_check, lab_down, lab_up, load_spec
 from tuner.units import human_bytes, human_rate
 
 app = typer.Typer(
-    help="Build, inspect and remove an emulated storage lab (loop devices, buses, ceilings).",
+    help="Build, inspect and remove an emulated storage lab (loop devices, buses, ceilings). "
+    "Exit codes: 0 ok, 1 the lab failed or disagrees with the system, 2 bad input.",
+    epilog=examples("lab"),
     no_args_is_help=True,
+    cls=Group,
 )
 
 JSON_OPTION = typer.Option("--json", help="Print the result as JSON.")
 
 
-@app.command(name="up")
+@app.command(name="up", cls=Command, epilog=examples("up"))
 def up(
     spec: Annotated[
         str,
@@ -33,7 +37,11 @@ def up(
     ],
     as_json: Annotated[bool, JSON_OPTION] = False,
 ) -> None:
-    """Build the lab a spec describes; refuses if one is already up (`lab down` first)."""
+    """Build the lab a spec describes; refuses if one is already up (`lab down` first).
+
+    Needs root. Exit codes: 0 up, 1 building failed (everything built so far is removed),
+    2 bad input (an unknown or malformed spec, a lab already up, not root).
+    """
     parsed = load_spec(spec)
     started = time.monotonic()
     lab = lab_up(parsed)
@@ -48,9 +56,12 @@ def up(
         console.print(f"ceilings apply to processes in {lab.cgroup}", highlight=False)
 
 
-@app.command(name="down")
+@app.command(name="down", cls=Command, epilog=examples("down"))
 def down(as_json: Annotated[bool, JSON_OPTION] = False) -> None:
-    """Remove everything the lab created, also after a crash; 'no lab' if there is none."""
+    """Remove everything the lab created, also after a crash; 'no lab' if there is none.
+
+    Exit codes: 0 removed (or nothing to remove), 1 something could not be removed, 2 not root.
+    """
     removed = lab_down()
     if as_json:
         sys.stdout.write(json.dumps({"removed": removed}, indent=2) + "\n")
@@ -60,11 +71,11 @@ def down(as_json: Annotated[bool, JSON_OPTION] = False) -> None:
         typer.echo("\n".join(f"removed {line}" for line in removed))
 
 
-@app.command(name="status")
+@app.command(name="status", cls=Command, epilog=examples("lab status"))
 def status(as_json: Annotated[bool, JSON_OPTION] = False) -> None:
     """What the lab has (devices, ceilings, mountpoints), checked against the system.
 
-    Exit 0 when no lab is recorded or the lab checks out, 1 when the system disagrees.
+    Exit codes: 0 no lab is recorded or the lab checks out, 1 the system disagrees.
     """
     check = lab_check()
     if as_json:

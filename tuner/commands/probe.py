@@ -11,12 +11,14 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from probes.gather import write_capture
 from probes.host import probe_host
 from probes.hostfs import HostFS
 from tuner.errors import BadInput
 from tuner.host_root import open_root
+from tuner.probe_warnings import summarise
 from tuner.topology import Topology
 from tuner.topology_json import to_document
 from tuner.topology_view import render_topology
@@ -59,8 +61,9 @@ def probe(
 ) -> None:
     """Discover PCI links, controllers, disks, storage stacks, NICs, IRQs and NUMA layout.
 
-    Read-only. Unreadable or malformed attributes are listed as warnings; the exit code is 0
-    even then, and 2 when --root is not a directory or a capture.
+    Read-only. Unreadable or malformed attributes are listed as warnings (on stderr).
+    Exit codes: 0 probed (also with warnings), 2 bad input (--root is not a directory or a
+    capture, --gather names another format or a missing directory).
     """
     with ExitStack() as stack:
         fs = HostFS(open_root(root, stack))
@@ -75,10 +78,22 @@ def probe(
                 doc = {key: doc[key] for key in keep}
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
             return
-        console = Console()
-        console.print(render_topology(topology, section.value if section else None))
-        for warning in topology.warnings:
-            console.print(f"[yellow]warning:[/] {warning}", highlight=False, soft_wrap=True)
+        Console().print(render_topology(topology, section.value if section else None))
+        print_warnings(topology.warnings)
+
+
+def print_warnings(warnings: tuple[str, ...]) -> None:
+    """The probes' warnings on stderr, one line per kind (`--json` keeps each one)."""
+    groups = summarise(warnings)
+    err = Console(stderr=True)
+    for group in groups:
+        err.print(Text.assemble(("warning: ", "yellow"), group.line()), soft_wrap=True)
+    if len(groups) < len(warnings):
+        err.print(
+            f"{len(warnings)} warnings in all, summarised; `iotuner probe --json` lists each",
+            style="dim",
+            highlight=False,
+        )
 
 
 def _gather(fs: HostFS, topology: Topology, out: Path) -> None:

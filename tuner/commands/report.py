@@ -30,8 +30,9 @@ def report(
     """Draw the topology (coloured by findings), the findings, and the saved results of
     bottleneck (scaling curves), sweep (heatmaps) and tune (convergence, before/after).
 
-    Results are the last `--json` document each of those commands saved under the state
-    directory (results/*.json); a section without one says how to make it. Exit codes: 0 page
+    Results are the last document each of those commands saved under the state directory
+    (results/*.json), with the host it was measured on: a report of another host (--root)
+    leaves them out and says so; a section without one says how to make it. Exit codes: 0 page
     written, 2 bad input.
     """
     if not out.parent.is_dir():
@@ -48,13 +49,17 @@ def report(
         "scaling_curves": len(inputs.scaling),
         "sweeps": len(inputs.sweeps),
         "tune_trials": len(inputs.tune.trials) if inputs.tune else 0,
+        "notes": [note for _, note in inputs.notes],
     }
     if as_json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
         return
     made = {"bottleneck": inputs.scaling, "sweep": inputs.sweeps, "tune": inputs.tune}
-    missing = [name for name, present in made.items() if not present]
+    notes = dict(inputs.notes)
+    missing = [name for name, present in made.items() if not present and name not in notes]
     console = Console()
     console.print(f"report written to {out}", highlight=False)
+    for note in notes.values():
+        console.print(note, style="dim", highlight=False)
     if missing:
-        console.print(f"no saved results yet from: {', '.join(missing)}", style="dim")
+        console.print(f"no saved results for this host yet from: {', '.join(missing)}", style="dim")

@@ -35,7 +35,11 @@ def rollback(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print what was done as JSON.")] = False,
 ) -> None:
-    """Restore every journaled original still changed (exit 1 if any could not be)."""
+    """Restore every journaled original still changed (exit 1 if any could not be).
+
+    Exit codes: 0 everything put back (or nothing to put back), 1 a value or file could not
+    be restored, 2 bad input (an unknown --to, --all without --yes).
+    """
     path = journal_path()
     if not path.exists():
         if to:

@@ -8,45 +8,61 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
+from tuner.cli_help import Command, Group, examples
 from tuner.codec import encode
 from tuner.errors import BadInput
+from tuner.findings_view import print_wrapped
 from tuner.rulebase import load_rule_base
 from tuner.rules.markdown import rule_base_markdown, rule_markdown
 
-app = typer.Typer(help="List and show the rules iotuner applies.", no_args_is_help=True)
+app = typer.Typer(
+    help="List and show the rules iotuner applies. Exit codes: 0 ok, 2 bad input.",
+    epilog=examples("rules"),
+    no_args_is_help=True,
+    cls=Group,
+)
 
 
-@app.command(name="list")
+@app.command(name="list", cls=Command, epilog=examples("list"))
 def list_rules(
     as_json: Annotated[bool, typer.Option("--json", help="Print the rules as JSON.")] = False,
     markdown: Annotated[
         bool, typer.Option(help="Print the rule catalogue as Markdown (docs/rules.md).")
     ] = False,
 ) -> None:
-    """Every rule: id, lesson, severity, what it applies to, its workloads and title."""
+    """Every rule: id, severity, lesson, what it applies to, its title and workloads.
+
+    Exit codes: 0 listed, 2 the rule base does not load (the line names file and line).
+    """
     base = load_rule_base()
     if as_json:
         sys.stdout.write(json.dumps(encode(base.rules), indent=2) + "\n")
     elif markdown:
         sys.stdout.write(rule_base_markdown(base))
     else:
-        table = Table(title=f"{len(base.rules)} rules", title_justify="left")
-        for column in ("id", "lesson", "severity", "applies to", "workloads", "title"):
-            table.add_column(column)
+        # A list, not a table: a table cuts ids to fit 80 columns, and two rules then read alike.
+        console = Console()
+        console.print(f"{len(base.rules)} rules (`iotuner rules show ID` for one)", style="bold")
         for rule in base.rules:
-            table.add_row(rule.id, rule.lesson, rule.severity, rule.applies_to,
-                          ", ".join(rule.workloads), rule.title)  # fmt: skip
-        Console().print(table)
+            head = Text.assemble(
+                (rule.id, "bold"), f"  {rule.severity}  {rule.lesson}  applies to {rule.applies_to}"
+            )
+            console.print(head, soft_wrap=True, highlight=False)
+            workloads = ", ".join(rule.workloads)
+            print_wrapped(console, Text(f"{rule.title} (workloads: {workloads})"), 4)
 
 
-@app.command(name="show")
+@app.command(name="show", cls=Command, epilog=examples("show"))
 def show_rule(
     rule_id: Annotated[str, typer.Argument(help="The rule's id (see `iotuner rules list`).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the rule as JSON.")] = False,
 ) -> None:
-    """One rule in full: condition, evidence, recommendation, sources with their quotes."""
+    """One rule in full: condition, evidence, recommendation, sources with their quotes.
+
+    Exit codes: 0 shown, 2 no such rule or the rule base does not load.
+    """
     base = load_rule_base()
     rule = base.rule(rule_id)
     if rule is None:

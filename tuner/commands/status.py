@@ -39,23 +39,30 @@ def status(
     """Show the daemon's state, the plan it holds, drift, the live workload and recent events.
 
     Exit codes: 0 the daemon answered; 1 no daemon answered on the socket (not running,
-    a stale socket, not root, no answer in time: the line names the socket); 2 bad input
-    (a configuration file that is missing or wrong).
+    a stale socket, not root, no answer in time: the line names the socket; with --json,
+    stdout holds {"running": false, "socket", "error"}); 2 bad input (a configuration file
+    that is missing or wrong).
     """
     from tuner.daemon.config import load_config
     from tuner.daemon.control import request
 
     path = socket_path if socket_path is not None else load_config(config).daemon.socket
-    reply = request(path, {"cmd": "status", "events": events})
-    if not reply.get("ok"):
-        raise IotunerError(f"the daemon at {path}: {reply.get('error') or 'request refused'}")
-    state = reply.get("state")
-    if not isinstance(state, dict):
-        raise IotunerError(f"the daemon at {path} sent no state")
+    try:
+        reply = request(path, {"cmd": "status", "events": events})
+        if not reply.get("ok"):
+            raise IotunerError(f"the daemon at {path}: {reply.get('error') or 'request refused'}")
+        state = reply.get("state")
+        if not isinstance(state, dict):
+            raise IotunerError(f"the daemon at {path} sent no state")
+    except IotunerError as err:
+        if as_json:  # a script asking for JSON gets JSON, also when no daemon answered
+            doc = {"running": False, "socket": str(path), "error": str(err)}
+            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        raise
     recent = state.get("events") or []
     state = {**state, "events": recent[-events:] if events else []}
     if as_json:
-        sys.stdout.write(json.dumps(state, indent=2) + "\n")
+        sys.stdout.write(json.dumps({"running": True, **state}, indent=2) + "\n")
         return
     show(state, Console())
 

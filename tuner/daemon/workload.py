@@ -33,9 +33,9 @@ IDLE_UTIL_PERCENT = 5.0
 monitoring agents keep a disk a few percent busy without being a workload worth a re-tune."""
 IDLE_MBPS = 1.0
 STREAM_KB = 64.0
-"""Requests this large or larger are streaming (DESIGN.md: "64 KB and up for streams"). Buffered
-16 KiB application reads reach the disk as readahead-sized requests (128 KiB and more), and
-buffered writes as writeback-merged ones (hundreds of KiB), so both land here."""
+"""Requests this large or larger are streaming (docs/design.md: "64 KB and up for streams").
+Buffered 16 KiB application reads reach the disk as readahead-sized requests (128 KiB and more),
+and buffered writes as writeback-merged ones (hundreds of KiB), so both land here."""
 RANDOM_KB = 32.0
 """Requests smaller than this are random: databases read and write 4-16 KiB pages, and a
 sequential stream whose readahead or merging worked never comes down this far."""

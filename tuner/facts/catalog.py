@@ -168,3 +168,40 @@ FACTS: dict[str, dict[str, str]] = {
 def fact_names(kind: str) -> frozenset[str]:
     """The facts a rule over targets of `kind` may test; empty for an unknown kind."""
     return frozenset(FACTS.get(kind, {}))
+
+
+_SYSCTL = (
+    "needs /proc/sys: run on the host itself, or on a capture made by `iotuner probe --gather`"
+)
+_PCIE = "needs the PCIe link attributes in sysfs (conventional PCI and some captures have none)"
+_PATH = "needs the capacity of the shared component and the rates of the disks below it"
+_SYSCTL_FACTS = (
+    "tcp_rmem_max", "tcp_wmem_max", "rmem_max", "wmem_max", "congestion_control",
+    "available_congestion_control", "dirty_ratio", "dirty_background_ratio", "dirty_bytes",
+    "dirty_background_bytes", "dirty_limit_bytes", "dirty_background_limit_bytes",
+    "dirty_expire_centisecs",
+)  # fmt: skip
+_PCIE_FACTS = (
+    "link_speed_gts", "link_width", "link_max_speed_gts", "link_max_width", "link_mbps",
+    "link_max_mbps", "downtrained", "link_fraction",
+)  # fmt: skip
+
+UNKNOWN_HINTS: dict[str, str] = {
+    # What would let an unknown fact be known, for advise's "could not be evaluated" lines.
+    "link_gbps": "give --link-gbps and --rtt-ms",
+    "rtt_ms": "give --link-gbps and --rtt-ms",
+    "bdp_bytes": "give --link-gbps and --rtt-ms",
+    **dict.fromkeys(_SYSCTL_FACTS, _SYSCTL),
+    **dict.fromkeys(_PCIE_FACTS, _PCIE),
+    **dict.fromkeys(("oversubscription", "capacity_mbps", "demand_mbps"), _PATH),
+    "speed_mbps": "needs the interface's link speed (the link up; virtual interfaces have none)",
+    "write_cache": "needs queue/write_cache in sysfs (kernel 4.7 and later)",
+    "misalignment_bytes": "applies only to partitions of striped arrays (md, btrfs)",
+    "chunk_bytes": "applies only to striped arrays (md, btrfs)",
+    "governor": "needs cpufreq in sysfs (many virtual machines have none)",
+}
+
+
+def unknown_hint(fact: str) -> str:
+    """What would let `fact` be known: an option to give, or what the host lacks."""
+    return UNKNOWN_HINTS.get(fact, f"{fact} was not readable here")

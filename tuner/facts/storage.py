@@ -287,12 +287,18 @@ def mount_targets(
     live: bool,
     xfs_reader: Callable[[str], XfsGeometry | None],
 ) -> list[Target]:
-    """One target per mount of a known block device (proc, tmpfs and the like have none)."""
+    """One target per mount of a known block device (proc, tmpfs and the like have none).
+
+    A later line of the same device, type and options is the same file system seen again (a
+    bind mount such as /run/netns, or a second mount): its findings are the first one's.
+    """
     targets = []
+    seen: set[tuple[str, str, tuple[str, ...]]] = set()
     for mount in ix.topology.mounts:
         dev = ix.topology.block_device(mount.kname) if mount.kname else None
-        if dev is None:
+        if dev is None or (dev.name, mount.fstype, mount.options) in seen:
             continue
+        seen.add((dev.name, mount.fstype, mount.options))
         array = arrays.get(dev.name) or arrays.get(ix.whole(dev).name)
         xfs = xfs_reader(mount.mountpoint) if live and mount.fstype == "xfs" else None
         targets.append(Target("mount", mount.mountpoint, mount_facts(ix, mount, array, xfs)))

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from tuner.errors import BadInput
+from tuner.yaml_text import yaml_error
 
 SPECS_DIR = Path(__file__).with_name("specs")
 STRIPES = ("btrfs-raid0",)
@@ -24,7 +25,7 @@ MIN_DISK_BYTES = 64 * MIB
 MIN_FS_BYTES = {"xfs": 300 * MIB, "ext4": 64 * MIB}
 MIN_STRIPE_MEMBER_BYTES = 256 * MIB
 # btrfs raid0 submits I/O in 64 KiB pieces and block throttling counts them before merging, so
-# a member's IOPS cap also caps its bandwidth at iops x 64 KiB (DESIGN.md, "Things learned").
+# a member's IOPS cap also caps its bandwidth at iops x 64 KiB (docs/design.md, "Things learned").
 BTRFS_PIECE_BYTES = 64 * 1024
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB|TiB)?\s*$")
@@ -93,10 +94,7 @@ def parse_spec(text: str, source: str, default_name: str) -> LabSpec:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or "cannot be parsed"
-        raise BadInput(f"{source}: not valid YAML{where}: {problem}") from None
+        raise BadInput(yaml_error(source, err)) from None
     return _Checker(source).spec(data, default_name)
 
 

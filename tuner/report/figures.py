@@ -12,6 +12,7 @@ matplotlib.use("Agg")  # before pyplot: a report is drawn on servers without a d
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from tuner.report.data import ScalingCurve, SweepGrid, TuneRun, best_so_far
 
@@ -117,6 +118,7 @@ def convergence_figure(run: TuneRun) -> Figure:
     ax.step(numbers, best_so_far(rates), where="post", color="#dc2626", label="best so far")
     if run.baseline_mbps:
         ax.axhline(run.baseline_mbps, color="#6b7280", linestyle=":", label="baseline (confirmed)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # no tick at trial 2.5
     ax.set_xlabel("trial number")
     ax.set_ylabel("MB/s")
     ax.set_ylim(bottom=0)

@@ -8,6 +8,7 @@ from html import escape
 from typing import Any
 
 from tuner import __version__
+from tuner.findings_view import citations, setting_label
 from tuner.report.data import ScalingCurve, SweepGrid, TuneRun, best_so_far
 from tuner.report.diagram import SEVERITY_FILL, SEVERITY_ORDER, topology_svg
 from tuner.report.figures import (
@@ -18,7 +19,8 @@ from tuner.report.figures import (
     sweep_figure,
 )
 from tuner.rules.model import Finding
-from tuner.topology import Topology
+from tuner.topology import Machine, Topology
+from tuner.units import human_bytes
 
 _CSS = """
 body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; margin: 2em auto;
@@ -32,6 +34,7 @@ table { border-collapse: collapse; width: 100%; font-size: 0.9em; }
 th, td { border: 1px solid #d1d5db; padding: 0.35em 0.5em; text-align: left; vertical-align: top; }
 th { background: #f9fafb; }
 .sev { font-weight: bold; white-space: nowrap; }
+.rule code { white-space: nowrap; }
 figure { margin: 1em 0; } figcaption { color: #374151; font-size: 0.9em; }
 img { max-width: 100%; height: auto; }
 .up { color: #15803d; } .down { color: #b91c1c; }
@@ -50,28 +53,65 @@ class ReportInputs:
     sweeps: tuple[SweepGrid, ...]
     tune: TuneRun | None
     generated: datetime | None = None
+    notes: tuple[tuple[str, str], ...] = ()  # (section: bottleneck, sweep, tune; what to say)
 
 
 def render_page(inputs: ReportInputs) -> str:
     """The whole page as one HTML string."""
     when = (inputs.generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
+    notes = dict(inputs.notes)
     sections = [
         _section("Topology", "topology", _topology(inputs)),
         _section("Findings", "findings", _findings(inputs.findings, inputs.workload)),
-        _section("Scaling: where the bottlenecks are", "scaling", _scaling(inputs.scaling)),
-        _section("Request size by queue depth", "sweep", _sweeps(inputs.sweeps)),
-        _section("Tune: convergence and before/after", "tune", _tune(inputs.tune)),
+        _section(
+            "Scaling: where the bottlenecks are",
+            "scaling",
+            _note(notes.get("bottleneck")) + _scaling(inputs.scaling),
+        ),
+        _section(
+            "Request size by queue depth",
+            "sweep",
+            _note(notes.get("sweep")) + _sweeps(inputs.sweeps),
+        ),
+        _section(
+            "Tune: convergence and before/after",
+            "tune",
+            _note(notes.get("tune")) + _tune(inputs.tune),
+        ),
     ]
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"<title>iotuner report: {escape(inputs.host)}</title>\n<style>{_CSS}</style>\n"
         "</head>\n<body>\n"
         f"<h1>iotuner report: {escape(inputs.host)}</h1>\n"
+        f'<p class="meta">{_host_line(inputs.topology)}</p>\n'
         f'<p class="meta">generated {when} by iotuner {escape(__version__)}; '
         f"findings for workload <code>{escape(inputs.workload)}</code></p>\n"
         + "\n".join(sections)
         + "\n</body>\n</html>\n"
     )
+
+
+def _host_line(topology: Topology) -> str:
+    """Host, kernel, CPU, CPUs and memory: what the page is about, at a glance."""
+    machine = next(iter(topology.of_type(Machine)), None)
+    cpu = topology.cpu
+    parts = [
+        f"host <strong>{escape(machine.hostname or machine.name) if machine else '?'}</strong>",
+        f"kernel {escape(machine.kernel)}"
+        if machine and machine.kernel
+        else "kernel not recorded (a capture without proc/sys/kernel/osrelease)",
+        f"CPU {escape(cpu.model_name)}" if cpu.model_name else "CPU model not recorded",
+    ]
+    if cpu.online:
+        parts.append(f"{len(cpu.online)} CPUs")
+    if machine and machine.memory_bytes:
+        parts.append(f"{human_bytes(machine.memory_bytes)} memory")
+    return "; ".join(parts)
+
+
+def _note(text: str | None) -> str:
+    return f'<p class="hint">{escape(text)}</p>\n' if text else ""
 
 
 def _section(title: str, anchor: str, body: str) -> str:
@@ -100,26 +140,29 @@ def _findings(findings: tuple[Finding, ...], workload: str) -> str:
     rank = {severity: i for i, severity in enumerate(SEVERITY_ORDER)}
     rows = []
     for f in sorted(findings, key=lambda f: (rank.get(f.severity, 9), f.rule, f.target)):
-        source = f"paper {f.sources[0].paper[:3]}, {f.sources[0].where}" if f.sources else ""
+        source = "; ".join(citations(f))
         colour = SEVERITY_FILL.get(f.severity, SEVERITY_FILL[None])
+        settings = "<br>".join(f"<code>{escape(setting_label(x))}</code>" for x in f.settings)
         rows.append(
             f'<tr><td class="sev" style="background:{colour}">{escape(f.severity)}</td>'
-            f"<td><code>{escape(f.rule)}</code><br>{escape(f.title)}</td>"
+            f'<td class="rule"><code>{escape(f.rule)}</code><br>{escape(f.title)}</td>'
             f"<td><code>{escape(f.target)}</code></td><td>{escape(f.evidence)}</td>"
-            f"<td>{escape(f.recommendation)}</td><td>{escape(source)}</td></tr>"
+            f"<td>{escape(f.recommendation)}</td><td>{settings or '-'}</td>"
+            f"<td>{escape(source)}</td></tr>"
         )
     head = "".join(
         f"<th>{h}</th>"
-        for h in ("severity", "rule", "target", "evidence", "recommendation", "source")
-    )
+        for h in ("severity", "rule", "target", "evidence", "recommendation", "setting and value",
+                  "source")
+    )  # fmt: skip
     return f"<table>\n<tr>{head}</tr>\n" + "\n".join(rows) + "\n</table>"
 
 
 def _scaling(curves: tuple[ScalingCurve, ...]) -> str:
     if not curves:
         return _hint(
-            "No scaling results yet: they come from read-only trials that keep 1, 2, ... N "
-            "devices of a group busy at once.",
+            "No scaling results for this host yet: they come from read-only trials that keep "
+            "1, 2, ... N devices of a group busy at once.",
             "iotuner bottleneck",
         )
     parts = []
@@ -144,8 +187,8 @@ def _scaling_caption(curve: ScalingCurve) -> str:
 def _sweeps(grids: tuple[SweepGrid, ...]) -> str:
     if not grids:
         return _hint(
-            "No sweep results yet: they come from read-only direct reads over a grid of request "
-            "sizes and queue depths.",
+            "No sweep results for this host yet: they come from read-only direct reads over a "
+            "grid of request sizes and queue depths.",
             "iotuner sweep DEVICE",
         )
     parts = []
@@ -164,13 +207,17 @@ def _sweeps(grids: tuple[SweepGrid, ...]) -> str:
 def _tune(run: TuneRun | None) -> str:
     if run is None:
         return _hint(
-            "No tune results yet: a tune searches host settings with short fio trials.",
+            "No tune results for this host yet: a tune searches host settings with short fio "
+            "trials.",
             "iotuner tune",
         )
-    best = best_so_far(mbps for _, _, mbps in run.trials)[-1]
+    highest = best_so_far(mbps for _, _, mbps in run.trials)[-1]
+    # The caption's best is the table's: the chosen settings as confirmation measured them.
+    # A single trial can read higher (noise, or a point confirmation did not keep).
     figure = (
         f'<figure><img alt="tune convergence" src="{png_data_uri(convergence_figure(run))}">'
-        f"<figcaption>{len(run.trials)} trials, best {best:.1f} MB/s; stopped: "
+        f"<figcaption>{len(run.trials)} trials; best {run.best_mbps:.1f} MB/s as confirmed "
+        f"(highest single trial {highest:.1f} MB/s); stopped: "
         f"{escape(run.stop_reason or '?')}</figcaption></figure>"
     )
     return figure + "\n" + _before_after(run)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import string
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +17,7 @@ from tuner.rules.model import (
     Setting,
     SettingRec,
 )
+from tuner.rules.templates import fill, plural
 from tuner.tunables.registry import TUNABLES
 
 # The fact holding a tunable's current value, where targets carry one: a bound such as
@@ -76,9 +76,12 @@ def _run(rule: Rule, targets: list[Target]) -> tuple[list[Finding], Explanation]
         results = [(c, holds(c, target.facts)) for c in rule.when]
         if any(result is False for _, result in results):
             continue
-        missing = {name for c, result in results if result is None for name in _unknown(c, target)}
-        if missing:
-            unknown[target.name] = missing
+        undecided = [c for c, result in results if result is None]
+        if undecided:
+            # A fact of the wrong type (a word where a number was expected) is as good as
+            # unknown: the rule must not fire on it.
+            missing = {name for c in undecided for name in _unknown(c, target)}
+            unknown[target.name] = missing or {c.fact for c in undecided}
             continue
         fired.append(_finding(rule, target))
     if fired:
@@ -86,10 +89,13 @@ def _run(rule: Rule, targets: list[Target]) -> tuple[list[Finding], Explanation]
         return fired, Explanation(rule.id, "fired", f"on {names}")
     if unknown:
         detail = "; ".join(f"{name}: {', '.join(sorted(facts))}" for name, facts in unknown.items())
-        return [], Explanation(rule.id, "facts unknown", detail)
+        facts_unknown = tuple(sorted(set().union(*unknown.values())))
+        return [], Explanation(rule.id, "facts unknown", detail, facts_unknown)
     conditions = " and ".join(c.text for c in rule.when)
     return [], Explanation(
-        rule.id, "condition false", f"{conditions} holds on none of {len(targets)} targets"
+        rule.id,
+        "condition false",
+        f"{conditions} holds on none of {len(targets)} {plural('target', len(targets))}",
     )
 
 
@@ -102,15 +108,15 @@ def _unknown(condition: Condition, target: Target) -> list[str]:
 
 
 def _finding(rule: Rule, target: Target) -> Finding:
-    facts = _printable(target.facts)
+    facts = target.facts
     return Finding(
         rule=rule.id,
         title=rule.title,
         lesson=rule.lesson,
         severity=rule.severity,
         target=target.name,
-        evidence=_fill(rule.evidence, facts),
-        recommendation=_fill(rule.recommend, facts),
+        evidence=fill(rule.evidence, facts),
+        recommendation=fill(rule.recommend, facts),
         settings=tuple(_setting(rec, target) for rec in rule.settings),
         sources=rule.sources,
         workloads=rule.workloads,
@@ -140,32 +146,10 @@ def _resolve(value: Any, target: Target) -> Any:
     """A setting value with {fact} placeholders filled, as a number when it reads as one."""
     if not isinstance(value, str):
         return value
-    text = _fill(value, {k: "" if v is None else str(v) for k, v in target.facts.items()})
+    text = fill(value, {k: "" if v is None else str(v) for k, v in target.facts.items()})
     for kind in (int, float):
         try:
             return kind(text)
         except ValueError:
             continue
     return text
-
-
-def _printable(facts: dict[str, object]) -> dict[str, str]:
-    """Facts as people read them in evidence: 2000.0 -> 2000, 1.3333 -> 1.33, True -> yes."""
-    shown: dict[str, str] = {}
-    for name, value in facts.items():
-        if isinstance(value, bool):
-            shown[name] = "yes" if value else "no"
-        elif isinstance(value, float):
-            shown[name] = str(int(value)) if value.is_integer() else f"{value:.2f}".rstrip("0")
-        else:
-            shown[name] = "?" if value is None else str(value)
-    return shown
-
-
-def _fill(template: str, facts: dict[str, str]) -> str:
-    return string.Formatter().vformat(template, (), _Missing(facts))
-
-
-class _Missing(dict[str, str]):
-    def __missing__(self, key: str) -> str:
-        return "?"

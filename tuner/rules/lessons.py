@@ -1,4 +1,4 @@
-"""The stable lesson ids every rule names (DESIGN.md), so findings can be grouped and checked."""
+"""The stable lesson ids every rule names (docs/design.md), so findings can be grouped, checked."""
 
 LESSONS: dict[str, str] = {
     "request-size": "small requests kill throughput; 64 KB and up for streams",

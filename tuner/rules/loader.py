@@ -1,4 +1,5 @@
-"""Load `rules/*.yaml` and `rules/workloads.yaml`, checking every rule against the contract.
+"""Load `rules/*.yaml`, `rules/workloads.yaml` and `rules/papers.yaml`, checking every rule
+against the contract.
 
 Errors name the file and line ("rules/queues.yaml:42: rule readahead-small: unknown fact 'ra'"),
 so a broken rule file stops `advise` with one clear line (exit 2) instead of a traceback.
@@ -7,7 +8,6 @@ so a broken rule file stops `advise` with one clear line (exit 2) instead of a t
 from __future__ import annotations
 
 import re
-import string
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +16,12 @@ import yaml
 from tuner.facts.catalog import FACTS, fact_names
 from tuner.rules.conditions import ConditionError, parse_condition
 from tuner.rules.lessons import LESSONS, SEVERITIES
-from tuner.rules.model import FixtureRef, Rule, RuleBase, SettingRec, Source, Workload
+from tuner.rules.model import FixtureRef, Paper, Rule, RuleBase, SettingRec, Source, Workload
+from tuner.rules.templates import TemplateError, fields
 from tuner.tunables.registry import TUNABLES
 
 WORKLOADS_FILE = "workloads.yaml"
+PAPERS_FILE = "papers.yaml"
 _ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _RULE_KEYS = {
     "id", "title", "lesson", "severity", "applies_to", "when", "evidence", "recommend",
@@ -62,25 +64,26 @@ def load_rules(directory: Path) -> RuleBase:
     if not directory.is_dir():
         raise RuleError(f"{directory}: rule directory not found")
     workloads = _load_workloads(directory / WORKLOADS_FILE)
+    papers = _load_papers(directory / PAPERS_FILE)
     names = {w.name for w in workloads}
     rules: list[Rule] = []
     seen: dict[str, str] = {}
     for path in sorted(directory.glob("*.yaml")):
-        if path.name == WORKLOADS_FILE:
+        if path.name in (WORKLOADS_FILE, PAPERS_FILE):
             continue
         doc = _read_yaml(path)
         entries = doc.get("rules") if isinstance(doc, dict) else None
         if not isinstance(entries, list):
             raise RuleError(f"{path}:1: expected a mapping with a 'rules' list")
         for entry in entries:
-            rule = _rule(path, entry, names)
+            rule = _rule(path, entry, names, papers)
             if rule.id in seen:
                 raise RuleError(
                     f"{path}:{rule.line}: rule id {rule.id!r} already used in {seen[rule.id]}"
                 )
             seen[rule.id] = f"{path.name}:{rule.line}"
             rules.append(rule)
-    return RuleBase(rules=tuple(rules), workloads=tuple(workloads))
+    return RuleBase(rules=tuple(rules), workloads=tuple(workloads), papers=tuple(papers.values()))
 
 
 def _load_workloads(path: Path) -> list[Workload]:
@@ -100,7 +103,42 @@ def _load_workloads(path: Path) -> list[Workload]:
     return workloads
 
 
-def _rule(path: Path, entry: Any, workloads: set[str]) -> Rule:
+def _load_papers(path: Path) -> dict[str, Paper]:
+    """The paper catalogue by id: every paper with authors, title, year and venue."""
+    if not path.is_file():
+        raise RuleError(f"{path}: paper catalogue not found")
+    doc = _read_yaml(path)
+    entries = doc.get("papers") if isinstance(doc, dict) else None
+    if not isinstance(entries, list):
+        raise RuleError(f"{path}:1: expected a mapping with a 'papers' list")
+    papers: dict[str, Paper] = {}
+    for entry in entries:
+        line = entry.get("__line__", 0) if isinstance(entry, dict) else 0
+        where = f"{path}:{line}"
+        if not isinstance(entry, dict):
+            raise RuleError(f"{where}: a paper must be a mapping")
+        missing = [k for k in ("id", "authors", "title", "year", "venue") if not entry.get(k)]
+        if missing:
+            raise RuleError(f"{where}: paper {entry.get('id', '?')}: missing {', '.join(missing)}")
+        authors = entry["authors"]
+        if not isinstance(authors, list) or not all(isinstance(a, str) for a in authors):
+            raise RuleError(f"{where}: paper {entry['id']}: authors must be a list of names")
+        if not isinstance(entry["year"], int) or isinstance(entry["year"], bool):
+            raise RuleError(f"{where}: paper {entry['id']}: year must be a number such as 2005")
+        paper_id = str(entry["id"])
+        if paper_id in papers:
+            raise RuleError(f"{where}: paper {paper_id} listed twice")
+        papers[paper_id] = Paper(
+            id=paper_id,
+            authors=tuple(authors),
+            title=str(entry["title"]).strip(),
+            year=entry["year"],
+            venue=str(entry["venue"]).strip(),
+        )
+    return papers
+
+
+def _rule(path: Path, entry: Any, workloads: set[str], papers: dict[str, Paper]) -> Rule:
     line = entry.get("__line__", 0) if isinstance(entry, dict) else 0
     where = f"{path}:{line}"
     if not isinstance(entry, dict):
@@ -145,7 +183,7 @@ def _rule(path: Path, entry: Any, workloads: set[str]) -> Rule:
         recommend=str(entry["recommend"]).strip(),
         settings=tuple(_setting(label, s, facts) for s in entry.get("settings") or ()),
         workloads=rule_workloads,
-        sources=_sources(label, entry["sources"]),
+        sources=_sources(label, entry["sources"], papers),
         fires=_fixture(label, fixtures.get("fires"), workloads),
         quiet=_fixture(label, fixtures.get("quiet"), workloads),
         file=path.name,
@@ -155,8 +193,8 @@ def _rule(path: Path, entry: Any, workloads: set[str]) -> Rule:
 
 def _check_template(label: str, field: str, text: str, facts: frozenset[str]) -> None:
     try:
-        names = {name for _, name, _, _ in string.Formatter().parse(text) if name}
-    except ValueError as err:
+        names = fields(text)
+    except TemplateError as err:
         raise RuleError(f"{label}: {field}: {err}") from None
     unknown = sorted(names - facts)
     if unknown:
@@ -189,14 +227,21 @@ def _setting(label: str, raw: Any, facts: frozenset[str]) -> SettingRec:
     )
 
 
-def _sources(label: str, raw: Any) -> tuple[Source, ...]:
+def _sources(label: str, raw: Any, papers: dict[str, Paper]) -> tuple[Source, ...]:
     if not isinstance(raw, list) or not raw:
         raise RuleError(f"{label}: needs at least one source")
     sources = []
     for item in raw:
         if not isinstance(item, dict) or not {"paper", "where", "quote"} <= item.keys():
             raise RuleError(f"{label}: a source needs paper, where and quote")
-        sources.append(Source(str(item["paper"]), str(item["where"]), str(item["quote"]).strip()))
+        paper = papers.get(str(item["paper"]))
+        if paper is None:
+            raise RuleError(
+                f"{label}: paper {item['paper']!r} is not in {PAPERS_FILE} "
+                f"(known: {', '.join(papers)})"
+            )
+        where, quote = str(item["where"]), str(item["quote"]).strip()
+        sources.append(Source(paper.id, where, quote, paper))
     return tuple(sources)
 
 

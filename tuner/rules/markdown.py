@@ -8,13 +8,22 @@ from tuner.rules.model import Rule, RuleBase, Setting, SettingRec
 HEADER = """# Rule catalogue
 
 Generated from `rules/*.yaml` by `iotuner rules list --markdown > docs/rules.md`; do not edit by
-hand. How to write a rule: [rules-format.md](rules-format.md).
+hand. How to write a rule: [rules-format.md](rules-format.md). Sources are cited by authors,
+title and year; the papers (`rules/papers.yaml`) are listed first.
 """
 
 
 def rule_base_markdown(base: RuleBase) -> str:
-    """The whole catalogue: workloads, then the rules grouped by lesson."""
-    parts = [HEADER, "\n## Workloads\n\n| workload | description |\n|---|---|\n"]
+    """The whole catalogue: the papers, the workloads, then the rules grouped by lesson."""
+    parts = [
+        HEADER,
+        "\n## Papers\n\n| id | authors | title | year | venue |\n|---|---|---|---|---|\n",
+    ]
+    parts += [
+        f"| `{p.id}` | {p.full_authors()} | *{p.title}* | {p.year} | {p.venue} |\n"
+        for p in base.papers
+    ]
+    parts.append("\n## Workloads\n\n| workload | description |\n|---|---|\n")
     parts += [f"| `{w.name}` | {w.description} |\n" for w in base.workloads]
     parts.append("\n## Rules by lesson\n")
     for lesson, meaning in LESSONS.items():
@@ -37,7 +46,7 @@ def rule_markdown(rule: Rule, level: int = 2) -> str:
     if rule.settings:
         lines.append(f"- settings: {', '.join(_setting(s) for s in rule.settings)}")
     for source in rule.sources:
-        lines.append(f'- source: `{source.paper}`, {source.where}: "{source.quote}"')
+        lines.append(f'- source: {source.citation()}: "{source.quote}"')
     lines.append(f"- defined in `rules/{rule.file}`, line {rule.line}")
     return "\n".join(lines) + "\n"
 

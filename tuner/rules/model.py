@@ -24,12 +24,47 @@ class Condition:
 
 
 @dataclass(frozen=True)
-class Source:
-    """Where a rule's lesson comes from: paper file, section/table/slide, the quoted figure."""
+class Paper:
+    """One entry of the paper catalogue (rules/papers.yaml)."""
 
-    paper: str
+    id: str  # what rules write under `paper:` (the file name of the text they were written from)
+    authors: tuple[str, ...]  # "Surname, Given names"
+    title: str
+    year: int
+    venue: str
+
+    def short_authors(self) -> str:
+        """'Hughes-Jones & Dallison', 'Riedel, van Ingen & Gray': surnames, as people cite."""
+        surnames = [author.split(",")[0].strip() for author in self.authors]
+        if len(surnames) <= 1:
+            return "".join(surnames)
+        return f"{', '.join(surnames[:-1])} & {surnames[-1]}"
+
+    def full_authors(self) -> str:
+        """'Richard Hughes-Jones and Stephen Dallison': given names first, as a reference list."""
+        names = [
+            " ".join(reversed([part.strip() for part in a.split(",", 1)])) for a in self.authors
+        ]
+        return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+    def citation(self) -> str:
+        """Surnames, title and year: Hughes-Jones & Dallison, 'Investigation of ...' (2005)."""
+        return f"{self.short_authors()}, '{self.title}' ({self.year})"
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a rule's lesson comes from: the paper, section/table/slide, the quoted figure."""
+
+    paper: str  # a Paper id
     where: str
     quote: str
+    reference: Paper | None = None  # the catalogue's entry, filled in by the loader
+
+    def citation(self) -> str:
+        """Authors, title, year and the place in the paper, for people to look it up."""
+        work = self.reference.citation() if self.reference else self.paper
+        return f"{work}, {self.where}" if self.where else work
 
 
 @dataclass(frozen=True)
@@ -98,6 +133,7 @@ class RuleBase:
 
     rules: tuple[Rule, ...]
     workloads: tuple[Workload, ...]
+    papers: tuple[Paper, ...] = ()
 
     def rule(self, rule_id: str) -> Rule | None:
         """The rule with this id, or None."""
@@ -143,3 +179,4 @@ class Explanation:
     rule: str
     status: str
     detail: str
+    unknown: tuple[str, ...] = ()  # with status "facts unknown": the facts no target knew

@@ -3,7 +3,7 @@
 The target is a whole block device by its kernel name ("sda", "loop3"; "/dev/loop3" is taken
 too). Partitions have no queue of their own: tune the disk. The limits checked here are the
 kernel's (block/blk-sysfs.c, block/blk-mq.c), measured on the lab's loop devices where the
-source leaves room for doubt (DESIGN.md, "Things learned building such a lab").
+source leaves room for doubt (docs/design.md, "Things learned building such a lab").
 """
 
 from __future__ import annotations

@@ -1,0 +1,52 @@
+"""The probe tree shows everything the probe found: every PCI function of every capture."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.cli import iotuner
+from tests.conftest import HWLOC_DUMPS
+
+RootOf = Callable[[str], Path]
+
+
+@pytest.mark.parametrize("name", HWLOC_DUMPS)
+def test_the_tree_lists_every_pci_function(hwloc_root: RootOf, name: str) -> None:
+    root = str(hwloc_root(name))
+    doc = json.loads(iotuner("probe", "--root", root, "--json").stdout)
+    addresses = [f["address"] for f in doc["pci_devices"]]
+    words = set(iotuner("probe", "--root", root, "--section", "pci").stdout.split())
+    assert [a for a in addresses if a not in words] == []
+    # The whole tree keeps lstopo's "important" devices: storage, network, display, co-processors.
+    tree = set(iotuner("probe", "--root", root).stdout.split())
+    kept = ("0x01", "0x02", "0x03", "0x0b", "0x12")
+    important = [f["address"] for f in doc["pci_devices"]
+                 if f["class"] is None or f["class"].startswith(kept)]  # fmt: skip
+    assert [a for a in important if a not in tree] == []
+
+
+def test_gpus_without_ids_and_nics_behind_an_unlisted_bridge_show(tmp_path: Path) -> None:
+    from tests.probes.test_pci import add_function
+    from tests.sysfs_tree import SysTree
+
+    # The two shapes hwloc's nvidiagpunumanodes and 32intel64 captures have (see test_pci.py).
+    tree = SysTree(tmp_path / "root")
+    for address in ("0004:05:00.0", "0035:04:00.0"):
+        tree.files(f"sys/bus/pci/devices/{address}", {"class": "0x030000", "local_cpus": "f"})
+    add_function(tree, "pci0000:5d/0000:5d:02.0", {"class": "0x060400"})
+    tree.files("sys/devices/pci0000:5d/0000:5d:02.0/0000:5f:03.0",
+               {"vendor": "0x8086", "device": "0x37c5", "class": "0x060400"})  # fmt: skip
+    add_function(tree, "pci0000:5d/0000:5d:02.0/0000:5f:03.0/0000:60:00.0", {"class": "0x020000"})
+    result = iotuner("probe", "--root", str(tree.root))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    gpu = next(line for line in lines if "0004:05:00.0" in line)
+    assert "VGA (vendor and device ids not readable)" in gpu and "0000:0000" not in gpu
+    assert any("0035:04:00.0" in line for line in lines)
+    nic = next(i for i, line in enumerate(lines) if "0000:60:00.0" in line)
+    bridge = next(i for i, line in enumerate(lines) if "0000:5f:03.0" in line)
+    assert bridge < nic and lines[nic].index("0000:60") > lines[bridge].index("0000:5f")

@@ -1,0 +1,47 @@
+"""The manual page is written from the command line and kept in docs/iotuner.1."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tuner.cli_help import EXAMPLES
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def generated() -> str:
+    return subprocess.run([sys.executable, "-m", "tuner.manpage"], capture_output=True,
+                          text=True, check=True, cwd=REPO).stdout  # fmt: skip
+
+
+def test_docs_iotuner_1_is_generated_from_the_cli() -> None:
+    assert (REPO / "docs" / "iotuner.1").read_text() == generated(), (
+        "docs/iotuner.1 is stale: python -m tuner.manpage > docs/iotuner.1"
+    )
+
+
+def test_every_command_option_and_example_is_in_the_page() -> None:
+    page = generated()
+    for command in ("probe", "advise", "tune", "apply", "rules list", "lab status", "daemon"):
+        assert f".SS iotuner {command}".replace("-", "\\-") in page
+    assert "\\fB\\-\\-plan\\-out\\fR \\fIPLAN_OUT\\fR" in page
+    for example in EXAMPLES["advise"]:
+        assert example.replace("-", "\\-") in page
+    assert ".SH EXIT STATUS" in page and ".SH FILES" in page
+
+
+@pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed")
+def test_groff_renders_the_page_without_warnings(tmp_path: Path) -> None:
+    page = tmp_path / "iotuner.1"
+    page.write_text(generated())
+    check = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z", str(page)],
+                           capture_output=True, text=True)  # fmt: skip
+    assert check.returncode == 0 and check.stderr == ""
+    shown = subprocess.run(["groff", "-man", "-Tutf8", str(page)], capture_output=True,
+                           text=True).stdout  # fmt: skip
+    assert "iotuner advise --workload disk-to-network --link-gbps 10 --rtt-ms 100" in shown
