@@ -186,6 +186,8 @@ class Tune:
         """
         started = time.monotonic()
         config = self.config
+        # A recommendation names what it changes; the rest is the baseline's.
+        recommended = [self.space.complete(point, baseline) for point in recommended]
         base_results = []
         for _ in range(config.baseline_repeats):
             result = self.measure(baseline, "baseline")
