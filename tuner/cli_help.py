@@ -35,6 +35,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "iotuner tune",
         "iotuner tune --target /data --workload stream-write",
         "iotuner tune --target /dev/sdb --destroy-data /dev/sdb --workload stream-write",
+        "iotuner tune --fio-job db.fio --cache-memory 8G   # a database reading its own file",
         "iotuner tune --json --plan-out plan.yaml",
     ),
     "apply": (

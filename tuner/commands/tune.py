@@ -116,8 +116,11 @@ def tune(
     Without --target, brings up the lab's single-disk, tunes there and tears it down. Every
     setting changed during trials is journaled first and restored at the end (also on Ctrl-C
     and SIGTERM; after kill -9, by the next iotuner command or `iotuner rollback`).
-    Exit codes: 0 done, 1 a trial failed (or --idle-below found the devices busy before the
-    baseline), 2 bad input.
+    A read-only --fio-job naming an existing file reads that file. A buffered reader's trials
+    cache the share of their data production's page cache holds (--data-set, --cache-memory).
+    Exit codes: 0 done, 1 a trial failed, the baseline could not be measured honestly (its
+    trials flagged: page cache...), or --idle-below found the devices busy before the
+    baseline, 2 bad input.
     """
     if objective not in ("auto", *OBJECTIVES):
         raise BadInput(f"--objective {objective}: use auto, {', '.join(OBJECTIVES)}")
