@@ -66,12 +66,28 @@ def write_journaled(
     )
     tunables = Tunables(root)
     results = [_write(tunables, setting) for setting in live]
+    # One write can move an earlier one (on a rotational disk, kernel 6.17+, max_sectors_kb
+    # raises read_ahead_kb): the batch is read back whole, and what moved is written once more.
+    results = [_again_if_moved(tunables, result) for result in results]
     if any(r.written for r in results):
         status = "applied"
     else:
         status = "failed" if any(r.error for r in results) else "unchanged"
     changeset.finish(journal, apply_id, status)
     return apply_id, results
+
+
+def _again_if_moved(tunables: Tunables, done: Written) -> Written:
+    """`done` read back after the whole batch; written again when a later write moved it."""
+    if done.error is not None or done.actual is None:
+        return done
+    try:
+        if tunables.read(done.setting.key, done.setting.target) == done.actual:
+            return done
+    except TunableError as err:
+        return replace(done, actual=None, error=str(err))
+    again = _write(tunables, done.setting)
+    return replace(again, before=done.before, written=True)
 
 
 def _write(tunables: Tunables, setting: LiveSetting) -> Written:
