@@ -68,3 +68,25 @@ def test_a_job_whose_file_is_not_on_the_target_is_refused(tmp_path: Path, loops:
                      state=tmp_path / "state")  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.strip().endswith(f"reads {data}, which is not there"), result.stderr
+
+
+def test_a_baseline_read_from_a_cache_below_stops_the_tune(tmp_path: Path, loops: Loops) -> None:  # noqa: F811
+    """A loop device over a file on another file system, without direct I/O: after its first
+    pass the trial reads the file's cached pages. Nothing can be compared with such a
+    baseline: one line naming the flag and the remedy, exit 1, nothing changed."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    point = loops.mkfs_mount(loops.loop(64 * MiB))
+    upper = loops.over(str(loops.file(16 * MiB, point)))
+    name = upper.removeprefix("/dev/")
+    before = Path(f"/sys/block/{name}/queue/read_ahead_kb").read_text()
+    result = iotuner("tune", "--target", upper, "--budget", "3", "--runtime", "1",
+                     state=tmp_path / "state", timeout=300)  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].endswith(
+        "page cache below); nothing is recommended. To measure it: attach the loop device "
+        "with direct I/O (losetup --direct-io=on)"
+    ), result.stderr
+    assert "the baseline cannot be measured honestly (trial 1: " in lines[-1]
+    assert Path(f"/sys/block/{name}/queue/read_ahead_kb").read_text() == before

@@ -146,9 +146,9 @@ class Tune:
                           config.runtime_s, config.ramp_s, config.io_cap_bytes,
                           config.cache)  # fmt: skip
 
-    def measure(self, point: Point, phase: str, told: str = "-") -> TrialResult:
-        """Run one trial at the point, record it (with `told`: what the search makes of a
-        flagged one) and return what it measured."""
+    def measure(self, point: Point, phase: str) -> TrialResult:
+        """Run one trial at the point, record it (for a search trial, with what the search
+        makes of it when flagged: guards.policy) and return what it measured."""
         try:
             self.before_trial()
         except DevicesBusy as err:
@@ -166,7 +166,7 @@ class Tune:
             iops=result.iops,
             amplification=result.amplification,
             had={**done.had, **{slot: v for slot, v in point.items() if slot[1] == APP}},
-            told=(guards.policy(result.flags) or "-") if phase in ("initial", "search") else told,
+            told=(guards.policy(result.flags) or "-") if phase in ("initial", "search") else "-",
             set_aside=bool(guards.disqualifying(result.flags)),
         )
         self.records.append(record)
