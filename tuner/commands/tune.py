@@ -40,7 +40,7 @@ from tuner.tune.setup import (
     recommended_points,
     tune_space,
 )
-from tuner.tune.view import TuneView, render_summary
+from tuner.tune.view import TuneView, print_changes, render_summary
 from tuner.units import parse_size
 
 MAIN_JOB_LAB = "single-disk"
@@ -175,6 +175,7 @@ def tune(
         sys.stdout.write(json.dumps(result_document(result), indent=2) + "\n")
     else:
         console.print(render_summary(result))
+        print_changes(console, result)
 
 
 def _idle_gate(

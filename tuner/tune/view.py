@@ -9,7 +9,9 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
+from tuner.tunables.access import format_value
 from tuner.tune import guards
 from tuner.tune.objective import objective_named
 from tuner.tune.result import TrialRecord, TuneResult
@@ -131,3 +133,19 @@ def render_summary(result: TuneResult) -> Table:
         "trials", f"{len(result.trials)} in {result.seconds:.0f} s ({result.stop_reason})"
     )
     return table
+
+
+def print_changes(console: Console, result: TuneResult) -> None:
+    """The recommended changes as a plain block after the summary, one whole, copy-pasteable
+    line each ('block.read_ahead_kb=4096 on loop0 (was 128)'), as advise ends; nothing when
+    the baseline is kept."""
+    changes = result.changes()
+    if not changes:
+        return
+    console.print()
+    console.print(Text(f"changes ({len(changes)})", style="bold"))
+    for (key, target), value in changes.items():
+        where = "" if target == "host" else f" on {target}"
+        was = format_value(result.baseline_settings.get((key, target)))
+        console.print(Text(f"{key}={format_value(value)}{where} (was {was})"), soft_wrap=True,
+                      highlight=False)  # fmt: skip

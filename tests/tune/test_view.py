@@ -1,0 +1,59 @@
+"""What a person reads after a tune: the summary, and the changes whole on lines of their own."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from tuner.trials.flags import PAGE_CACHE, Flag
+from tuner.tune.result import TrialRecord, TuneResult
+from tuner.tune.view import print_changes, render_summary
+
+RA, TCP = ("block.read_ahead_kb", "loop0"), ("net.ipv4.tcp_rmem", "host")
+
+
+def result(chosen: bool) -> TuneResult:
+    base = {RA: 128, TCP: (4096, 131072, 6291456)}
+    best = {RA: 4096, TCP: (4096, 131072, 125000000)}
+    trials = (
+        TrialRecord(1, base, 52.4, None, 4.0, "baseline", amplification=0.97),
+        TrialRecord(
+            2,
+            {RA: 40960, TCP: base[TCP]},
+            900.0,
+            None,
+            4.0,
+            "search",
+            flags=(Flag(PAGE_CACHE, "device moved 9% of fio's bytes: page cache"),),
+            told="penalised",
+            set_aside=True,
+        ),
+        TrialRecord(3, base, 52.5, None, 4.0, "confirm", amplification=0.97),
+        TrialRecord(4, best, 99.8, None, 4.0, "confirm", amplification=1.0),
+    )
+    return TuneResult("/dev/loop0", "stream-read", "throughput", base, 52.5, 0.004, best, 99.8,
+                      0.004, 1.901, (1.88, 1.93), chosen, "trial budget spent", trials)  # fmt: skip
+
+
+def printed(width: int, draw: object) -> str:
+    out = io.StringIO()
+    console = Console(file=out, width=width, force_terminal=False)
+    draw(console)  # type: ignore[operator]
+    return out.getvalue()
+
+
+def test_the_changes_print_whole_at_80_columns_piped() -> None:
+    text = printed(80, lambda c: print_changes(c, result(True)))
+    assert text.splitlines()[1:] == [
+        "changes (2)",
+        "block.read_ahead_kb=4096 on loop0 (was 128)",
+        "net.ipv4.tcp_rmem=4096 131072 125000000 (was 4096 131072 6291456)",
+    ]
+    assert printed(80, lambda c: print_changes(c, result(False))) == ""
+
+
+def test_the_summary_names_what_was_set_aside_and_the_amplification() -> None:
+    text = printed(120, lambda c: c.print(render_summary(result(True))))
+    assert "set aside" in text and "page-cache #2" in text
+    assert "52.5 MB/s (cv 0.4%), the device moved 0.97 bytes per byte" in text
