@@ -118,7 +118,8 @@ def test_originals_are_committed_before_the_values_change(state: Path, host: Sys
     finally:
         proc.kill()
         proc.wait()
-    assert [row[0] for row in rows] == ["block.scheduler", "block.read_ahead_kb", "vm.dirty_ratio"]
+    # In apply order: the scheduler first, readahead last (tuner.tunables.table.apply_rank).
+    assert [row[0] for row in rows] == ["block.scheduler", "vm.dirty_ratio", "block.read_ahead_kb"]
     assert sorted(row[1] for row in rows) == sorted(f"{v!r}".replace("'", '"') for v in before)
     assert all(row[2] for row in rows)
 

@@ -27,6 +27,8 @@ def test_one_device_makes_no_group_and_reads_nothing(state: Path) -> None:
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert doc["devices"] == [devices[0]] and doc["groups"] == []
-    assert json.loads((state / "results" / "bottleneck.json").read_text()) == doc
+    saved = json.loads((state / "results" / "bottleneck.json").read_text())
+    assert saved.pop("measured_on")["hostname"], "saved with the host it was measured on"
+    assert saved == doc
     human = iotuner("bottleneck", "--devices", devices[0], state=state, timeout=60)
     assert "share a component above them: nothing to scale" in human.stdout

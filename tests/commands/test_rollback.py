@@ -44,9 +44,10 @@ def test_rollback_restores_a_dead_session(state: Path, host: SysTree) -> None:
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["restored"] == 2 and doc["failed"] == 0
+    # Newest first; readahead was written last (apply_rank), so it is put back first.
     assert [(c["key"], c["original"], c["outcome"]) for c in doc["changes"]] == [
-        ("net.ipv4.tcp_rmem", [4096, 131072, 6291456], "restored"),
         ("block.read_ahead_kb", 128, "restored"),
+        ("net.ipv4.tcp_rmem", [4096, 131072, 6291456], "restored"),
     ]
     assert doc["changes"][0]["command"] == "journal_child exit"
     assert values(host) == ORIGINAL
@@ -98,8 +99,8 @@ def test_every_command_recovers_first(state: Path, host: SysTree) -> None:
     json.loads(result.stdout)  # the command's own output is untouched
     lines = result.stderr.strip().splitlines()
     assert lines == [
-        "iotuner: restored net.ipv4.tcp_rmem on host to 4096 131072 6291456 (left by session 1)",
         "iotuner: restored block.read_ahead_kb on loop3 to 128 (left by session 1)",
+        "iotuner: restored net.ipv4.tcp_rmem on host to 4096 131072 6291456 (left by session 1)",
     ]
     assert values(host) == ORIGINAL
     assert iotuner("rules", "list", "--json", state=state).stderr == ""

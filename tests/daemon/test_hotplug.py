@@ -82,7 +82,7 @@ def test_a_disk_of_a_held_disks_class_gets_its_plan_within_seconds(
     assert [e.kind for e in events] == ["hotplug"]
     assert events[0].message == (
         f"{new} joins the class of {held_dev} (loop 77.0 MiB, file in {lab}): "
-        "block.scheduler mq-deadline, block.read_ahead_kb 4092, block.nr_requests 64 applied"
+        "block.scheduler mq-deadline, block.nr_requests 64, block.read_ahead_kb 4092 applied"
     )
     assert queue(new) == HELD
     assert new in holder.block_targets()

@@ -30,7 +30,9 @@ def test_json_on_a_loop_device_is_saved_for_the_report(tmp_path: Path) -> None:
                        "--json", state=state, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
-    assert doc == json.loads((state / "results" / "sweep.json").read_text())
+    saved = json.loads((state / "results" / "sweep.json").read_text())
+    assert saved.pop("measured_on")["hostname"], "saved with the host it was measured on"
+    assert saved == doc
     assert doc["device"] == f"/dev/{name}" and doc["rw"] == "read" and doc["direct"] is True
     assert doc["sizes"] == [4096, 65536] and doc["depths"] == [1, 2]
     assert [(c["size"], c["depth"]) for c in doc["cells"]] == [

@@ -97,15 +97,7 @@ class TrialTarget:
         size = where.stat().st_size
         if size <= 0:
             raise BadInput(f"{where}: the file is empty: nothing to read")
-        topology = live_storage()
-        mount = mount_of_path(where, topology)
-        devices = devices_of_mount(mount, topology) if mount is not None else ()
-        if mount is None or not devices:
-            fstype = mount.fstype if mount is not None else "an unknown file system"
-            raise BadInput(
-                f"{where}: on {fstype}, which has no block device under it: a trial there "
-                "would measure memory, not storage"
-            )
+        devices = _block_devices_under(where)
         return cls(path=str(where.resolve()), devices=devices, size_bytes=size, writable=False,
                    user_file=True)  # fmt: skip
 
@@ -117,15 +109,7 @@ class TrialTarget:
         where = Path(directory)
         if not where.is_dir():
             raise BadInput(f"{where}: not a directory")
-        topology = live_storage()
-        mount = mount_of_path(where, topology)
-        devices = devices_of_mount(mount, topology) if mount is not None else ()
-        if mount is None or not devices:
-            fstype = mount.fstype if mount is not None else "an unknown file system"
-            raise BadInput(
-                f"{where}: on {fstype}, which has no block device under it: a trial there "
-                "would measure memory, not storage"
-            )
+        devices = _block_devices_under(where)
         size = size_bytes or DEFAULT_SCRATCH_BYTES
         free = shutil.disk_usage(where).free
         if size > free * _FREE_SHARE:
@@ -146,6 +130,21 @@ class TrialTarget:
             yield target
         finally:
             remove_scratch(where, target.scratch_prefix)
+
+
+def _block_devices_under(where: Path) -> tuple[str, ...]:
+    """The block devices under the file system holding `where`; BadInput when it has none
+    (tmpfs, proc, NFS, FUSE): a trial there would measure memory, or nothing iotuner checks."""
+    topology = live_storage()
+    mount = mount_of_path(where, topology)
+    devices = devices_of_mount(mount, topology) if mount is not None else ()
+    if mount is None or not devices:
+        fstype = mount.fstype if mount is not None else "an unknown file system"
+        raise BadInput(
+            f"{where}: on {fstype}, which has no block device under it: a trial there "
+            "would measure memory, not storage"
+        )
+    return devices
 
 
 def remove_scratch(directory: Path, prefix: str) -> list[str]:

@@ -75,6 +75,11 @@ class TrialResult:
         return self.device_bytes / self.fio_bytes if self.fio_bytes else None
 
 
+MIN_WINDOW_S = 0.25
+"""The shortest measurement window whose device bytes are compared with fio's (diskstats are
+sampled every 20 ms: shorter, the window's edges are off by more than the bytes in it)."""
+
+
 def run_trial(
     target: TrialTarget,
     workload: Workload,
@@ -325,6 +330,10 @@ def _against_fio(
             f"data set {human_bytes(region)} read through in {fio.runtime_s:.1f} s of the "
             f"{runtime_s:g} s runtime: too small to measure",
         )
+    if fio.runtime_s < MIN_WINDOW_S:
+        # A window of a few 20 ms samples (an --io-cap trial over memory ends in tens of ms):
+        # its edges are off by more than the bytes in it; nothing to compare with.
+        return None
     return pagecache.compare(
         Counters(fio.read_bytes, fio.write_bytes),
         moved,

@@ -115,7 +115,8 @@ def main():
             if before != expected and not module.check_mode:
                 module.fail_json(
                     msg=f"{shown}: reads {format_value(before)} once the batch is written, "
-                    f"not {format_value(expected)} (a later write moved it)"
+                    f"not {format_value(expected)} (moved by a later write of the batch, or by "
+                    "another process)"
                 )
             module.exit_json(key=key, target=target, changed=False, after=format_value(before))
         result = {
