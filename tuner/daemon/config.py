@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from probes.hostfs import digits
 from tuner.errors import BadInput
 
 DEFAULT_PATH = Path("/etc/iotuner/iotuner.toml")
@@ -229,7 +230,7 @@ def _listen(value: Any) -> tuple[str, int] | None:
         raise _Invalid(f"{host!r} is not an IP address (use 127.0.0.1 or ::1)") from None
     if not address.is_loopback:
         raise _Invalid(f"{host} is not a loopback address: metrics are served on loopback only")
-    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+    if not digits(port_text) or not 1 <= int(port_text) <= 65535:
         raise _Invalid(f"port must be 1 to 65535, not {port_text!r}")
     return str(address), int(port_text)
 

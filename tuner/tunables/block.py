@@ -12,6 +12,7 @@ import os
 from typing import ClassVar
 
 from probes.block import parse_scheduler
+from probes.hostfs import digits
 from tuner.tunables.base import Pending, Tunable, Value
 from tuner.tunables.sysroot import SysRoot
 
@@ -157,7 +158,7 @@ class NrRequests(IntQueueTunable):
         depths = []
         for hctx in sys.listdir(f"sys/block/{dev}/mq"):
             text = sys.read(f"sys/block/{dev}/mq/{hctx}/nr_tags")
-            if text is not None and text.isdigit():
+            if text is not None and digits(text):
                 depths.append(int(text))
         if depths:
             return min(depths)
