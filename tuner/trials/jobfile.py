@@ -1,49 +1,31 @@
 """`--fio-job FILE`: the user's own fio job as a trial workload.
 
-fio itself judges the file (`fio --parse-only`), so iotuner accepts exactly what fio accepts;
-iotuner then keeps the job's I/O options and sets the target, ramp, runtime and output itself
-(tuner/trials/fio.py OWN_OPTIONS). A trial measures one job: a file with several job sections
-is refused (numjobs= runs one job several times in parallel).
+The file is checked by allow-list and then by fio itself (tuner/trials/jobcheck.py); iotuner
+keeps the job's I/O options and sets the target, ramp, runtime and output itself. A trial
+measures one job: a file with several job sections is refused (numjobs= runs one job several
+times in parallel).
 """
 
 from __future__ import annotations
 
 import configparser
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from tuner.errors import BadInput, IotunerError
+from tuner.errors import BadInput
 from tuner.rules.model import Workload
-from tuner.trials.fio import FIO_MISSING, OWN_OPTIONS, count, fio_binary, first_error
+from tuner.trials.jobcheck import load_job
 
 
 def load_fio_job(path: Path) -> Workload:
-    """The job in `path` as a Workload named `fio-job:FILE`; BadInput when fio rejects it."""
-    if not path.is_file():
-        raise BadInput(f"--fio-job {path}: no such file")
-    try:
-        done = subprocess.run(
-            [fio_binary(), "--parse-only", str(path)],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-    except FileNotFoundError:
-        raise IotunerError(FIO_MISSING) from None
-    if done.returncode != 0:
-        raise BadInput(f"--fio-job {path}: fio rejects it: {first_error(done.stderr)}")
-    options = job_options(path.read_text(), str(path))
-    ignored = sorted(key for key in options if key in OWN_OPTIONS)
-    fio = {key: value for key, value in options.items() if key not in OWN_OPTIONS}
-    for key in ("numjobs", "iodepth", "nrfiles"):
-        try:
-            count(fio, key)
-        except BadInput as err:
-            raise BadInput(f"--fio-job {path}: {err}") from None
-    note = f" (iotuner sets {', '.join(ignored)} itself)" if ignored else ""
-    return Workload(name=f"fio-job:{path.name}", description=f"{path}{note}", fio=fio)
+    """The job in `path` as a Workload named `fio-job:FILE`; BadInput when it is refused.
+
+    Checked by allow-list before fio sees it, then read as fio reads it (tuner/trials/
+    jobcheck.py): the Workload's options are fio's canonical ones (readwrite= is rw=).
+    """
+    job = load_job(path)
+    note = f" (iotuner sets {', '.join(sorted(job.replaced))} itself)" if job.replaced else ""
+    return Workload(name=f"fio-job:{path.name}", description=f"{path}{note}", fio=dict(job.options))
 
 
 def job_options(text: str, where: str) -> dict[str, Any]:
