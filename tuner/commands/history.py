@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from tuner.recovery import journal_path
@@ -36,8 +37,9 @@ def history(
     for column in ("id", "applied", "status", "plan", "entries", "files written"):
         table.add_column(column)
     for r in records:
-        plan = f"{r.plan_path}\n{r.source or '?'} / {r.workload or '-'} / {r.host or '?'}"
+        # A path is the user's to name, "[red]" and all: shown as text, never as markup.
+        plan = escape(f"{r.plan_path}\n{r.source or '?'} / {r.workload or '-'} / {r.host or '?'}")
         status = r.status if r.rolled_back_at is None else f"rolled back {r.rolled_back_at[:19]}"
         table.add_row(str(r.id), r.created[:19].replace("T", " "), status, plan,
-                      str(r.entries), "\n".join(r.files) or "-")  # fmt: skip
+                      str(r.entries), escape("\n".join(r.files)) or "-")  # fmt: skip
     Console().print(table)
