@@ -44,7 +44,7 @@ options:
     type: raw
   root:
     description: Root of the C(/sys) and C(/proc) to use (C(/) live).
-    type: path
+    type: str
     default: /
 author: iotuner developers
 """
@@ -86,7 +86,7 @@ def main():
             "target": {"type": "str", "required": True},
             "value": {"type": "raw", "required": True},
             "expected": {"type": "raw"},
-            "root": {"type": "path", "default": "/"},
+            "root": {"type": "str", "default": "/"},
         },
         supports_check_mode=True,
     )
