@@ -12,13 +12,43 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCES = sorted([*REPO.glob("tuner/**/*.py"), *REPO.glob("probes/**/*.py")])
+SOURCES = sorted(
+    [*REPO.glob("tuner/**/*.py"), *REPO.glob("probes/**/*.py"),
+     *REPO.glob("playbooks/roles/**/*.py")]
+)  # fmt: skip
 
 BANNED = [
     (
         re.compile(r"\.isdigit\(\)"),
         "str.isdigit() is true for '²', which int() refuses: use probes.hostfs.digits()",
         {"probes/hostfs.py"},
+    ),
+    (
+        re.compile(r"write_to_textfile"),
+        "prometheus_client.write_to_textfile opens a fixed temporary name with open(): "
+        "a planted link is followed (use tuner/daemon/metrics.py _write_atomically)",
+        set(),
+    ),
+    (
+        re.compile(r"ThreadingMixIn"),
+        "a thread per connection lets one local user start any number of them "
+        "(use tuner/daemon/metrics.py _BoundedServer)",
+        set(),
+    ),
+    (
+        re.compile(r"yaml\.(unsafe_)?load\((?!.*Loader=_LineLoader)"),
+        "yaml.load builds arbitrary objects from a file: use yaml.safe_load",
+        set(),
+    ),
+    (
+        re.compile(r"shell=True|os\.system\(|os\.popen\("),
+        "a shell parses its command line: pass an argument list",
+        set(),
+    ),
+    (
+        re.compile(r'"type": "path"'),
+        "Ansible expands $VAR and ~ in path options: the role's modules take strings",
+        set(),
     ),
 ]
 

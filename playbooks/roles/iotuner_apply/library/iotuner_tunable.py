@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -71,7 +72,7 @@ after:
 
 def like(model, value):
     """`value` as the type reading gives: an older Ansible may template 4092 into "4092"."""
-    if isinstance(model, int) and isinstance(value, str) and value.strip().isdigit():
+    if isinstance(model, int) and isinstance(value, str) and re.fullmatch(r"[0-9]+", value.strip()):
         return int(value)
     if isinstance(model, tuple) and isinstance(value, str):
         return tuple(int(word) for word in value.replace(",", " ").strip("[]() ").split())
