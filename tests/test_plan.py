@@ -128,3 +128,23 @@ def test_the_same_setting_twice_is_refused_however_the_target_is_spelled(tmp_pat
 
 def test_a_huge_plan_file_is_refused(tmp_path: Path) -> None:
     assert "larger than" in bad_plan(tmp_path, GOOD + "#" * (4 << 20))
+
+
+def test_writing_a_plan_follows_no_planted_link(tmp_path: Path) -> None:
+    # The old temporary was .NAME.tmp beside the plan: in a shared directory a link planted
+    # there made root write through it.
+    victim = tmp_path / "victim"
+    victim.write_text("root's own\n")
+    (tmp_path / ".plan.yaml.tmp").symlink_to(victim)
+    plan = plan_from_findings((), "h", None)
+    write_plan(plan, tmp_path / "plan.yaml")
+    assert victim.read_text() == "root's own\n"
+    assert read_plan(tmp_path / "plan.yaml") == plan
+    with pytest.raises(BadInput, match="is a directory"):
+        write_plan(plan, tmp_path)
+
+
+def test_a_nul_in_a_target_is_bad_input(tmp_path: Path) -> None:
+    assert "entries[0]: target 'sd\\x00a'" in bad_plan(
+        tmp_path, GOOD.replace("target: sda", 'target: "sd\\0a"')
+    )

@@ -15,6 +15,7 @@ from rich.console import Console
 from probes.gather import write_capture
 from probes.host import probe_host
 from probes.hostfs import HostFS
+from tuner.arguments import path_value
 from tuner.errors import BadInput
 from tuner.host_root import open_root
 from tuner.topology import Topology
@@ -44,7 +45,11 @@ SECTION_KEYS = {
 
 def probe(
     root: Annotated[
-        Path, typer.Option(help="Root to probe: a directory, or a capture made by --gather.")
+        Path,
+        typer.Option(
+            help="Root to probe: a directory, or a capture made by --gather.",
+            parser=path_value("--root"),
+        ),
     ] = Path("/"),
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the topology as a JSON document.")
