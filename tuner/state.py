@@ -37,8 +37,10 @@ def state_dir() -> Path:
     return path
 
 
-def _problem(info: os.stat_result, *, sticky_ok: bool) -> str | None:
-    """Why a file or directory with this stat could be someone else's to change, or None."""
+def ownership_problem(info: os.stat_result, *, sticky_ok: bool) -> str | None:
+    """Why a file or directory with this stat could be someone else's to change, or None:
+    not owned by root or this user, or writable by others (for a directory, unless sticky
+    and `sticky_ok`: then others may not rename or remove what is ours in it)."""
     owner = os.geteuid()
     if info.st_uid not in (owner, 0):
         return f"owned by uid {info.st_uid}, not by uid {owner}"
@@ -56,7 +58,7 @@ def trusted_parents(path: Path) -> None:
             info = os.stat(parent)
         except FileNotFoundError:
             return
-        why = _problem(info, sticky_ok=True)
+        why = ownership_problem(info, sticky_ok=True)
         if why is not None:
             raise UntrustedState(f"{parent}: {why}; it holds the state directory {path}")
 
@@ -70,7 +72,7 @@ def trusted_dir(path: Path) -> None:
         raise UntrustedState(f"{path}: cannot use the state directory ({err.strerror})") from None
     if not stat.S_ISDIR(info.st_mode):
         raise UntrustedState(f"{path}: the state directory is not a directory")
-    why = _problem(info, sticky_ok=False)
+    why = ownership_problem(info, sticky_ok=False)
     if why is not None:
         raise UntrustedState(f"{path}: {why}; iotuner keeps its state only in its own directory")
 
@@ -84,7 +86,7 @@ def trusted_file(path: Path) -> None:
         return
     if not stat.S_ISREG(info.st_mode):
         raise UntrustedState(f"{path}: not a regular file; iotuner will not use it")
-    why = _problem(info, sticky_ok=False)
+    why = ownership_problem(info, sticky_ok=False)
     if why is not None:
         raise UntrustedState(f"{path}: {why}; iotuner will not use it")
 

@@ -28,6 +28,7 @@ from tuner.trials.fio import (
     trial_options,
     writes,
 )
+from tuner.trials.safety import exclusive_writes
 from tuner.trials.targets import TrialTarget
 from tuner.units import human_bytes
 
@@ -88,7 +89,8 @@ def run_trial(
     )
     text = job_text(options, runtime_s=runtime_s, ramp_s=ramp_s, title=workload.name,
                     io_size=io_size, **placement)  # fmt: skip
-    with Sampler((*target.devices, *lower)) as sampler:
+    device_writes = target.path if writes(options) and not target.is_scratch else None
+    with exclusive_writes(device_writes), Sampler((*target.devices, *lower)) as sampler:
         doc = run_fio(text, timeout_s=timeout, what=target.path)
     fio = parse_result(doc)
     start, end = _window(doc, fio.runtime_s, sampler)
