@@ -126,7 +126,3 @@ def test_plan_out_naming_a_directory_is_bad_input(hwloc_root, tmp_path: Path) ->
 )
 def test_impossible_arguments_are_bad_input(args: tuple[str, ...], why: str) -> None:
     assert why in one_line_exit_2(iotuner("advise", *args))
-
-
-def test_probe_root_cannot_be_empty() -> None:
-    assert "--root: an empty path" in one_line_exit_2(iotuner("probe", "--root", ""))
