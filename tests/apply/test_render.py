@@ -176,6 +176,7 @@ def test_a_per_cpu_governor_layout_is_one_argument_of_the_boot_unit(
         (("vm.dirty_bytes", "host", 10**40), "exceeds 18446744073709551615"),
         (("block.nr_requests", "sdb", 2**40), "exceeds"),
         (("block.read_ahead_kb", "loop3", -128), "is below 0"),
+        (("nic.mtu", "eth0", 2**40), "exceeds 2147483647"),
     ],
 )
 def test_values_the_kernel_refuses_are_refused_here(
