@@ -15,26 +15,30 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import NamedTuple
 
-from probes.hostfs import HostFS
+from probes.hostfs import HostFS, digits
 from probes.ids import block_id
 from tuner.topology import BlockDevice, PartitionInfo, QueueSettings
 
 SECTOR_BYTES = 512  # `size` and `start` count 512-byte sectors whatever the device's blocks
-_NATURAL = re.compile(r"(\d+)")
+_NATURAL = re.compile(r"([0-9]+)")
+_U32 = (0, 2**32 - 1)
+# What each queue attribute can hold on a real device; anything else is a warning and None.
+_QUEUE_RANGES: dict[str, tuple[int, int]] = {
+    "read_ahead_kb": _U32,
+    "nr_requests": _U32,
+    "max_sectors_kb": _U32,
+    "max_hw_sectors_kb": _U32,
+    "rq_affinity": (0, 2),
+    "nomerges": (0, 2),
+    "logical_block_size": (512, 65536),
+    "physical_block_size": (512, 2**31),
+    "minimum_io_size": _U32,
+    "optimal_io_size": _U32,
+}
+_MAX_SECTORS = 2**63 // SECTOR_BYTES
+_SCHEDULER = re.compile(r"[A-Za-z0-9_.-]+")
 # Per-path devices of NVMe native multipath (nvme0c0n1) are hidden halves of nvme0n1.
 _NVME_PATH_DEVICE = re.compile(r"nvme\d+c\d+n\d+$")
-_QUEUE_INTS = (
-    "read_ahead_kb",
-    "nr_requests",
-    "max_sectors_kb",
-    "max_hw_sectors_kb",
-    "rq_affinity",
-    "nomerges",
-    "logical_block_size",
-    "physical_block_size",
-    "minimum_io_size",
-    "optimal_io_size",
-)
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,7 @@ class BlockDir:
 
 def natural_key(name: str) -> tuple[str | int, ...]:
     """Sort key putting sda, sda1, sda2, sdb, sdaa and nvme1n1 before nvme10n1."""
-    return tuple(int(p) if p.isdigit() else p for p in _NATURAL.split(name))
+    return tuple(int(p) if digits(p) else p for p in _NATURAL.split(name))
 
 
 def find_block_dirs(fs: HostFS) -> list[BlockDir]:
@@ -122,12 +126,14 @@ def read_block_device(fs: HostFS, entry: BlockDir, parent: str) -> BlockDevice:
     """The attributes of one block device; partitions carry PartitionInfo and no queue."""
     base = entry.base
     major, minor = _read_devnum(fs, f"{base}/dev")
-    size = fs.read_int(f"{base}/size", expected=True)
+    size = fs.read_int(f"{base}/size", expected=True, low=0, high=_MAX_SECTORS)
     is_partition = entry.disk is not None
     partition = _read_partition(fs, base) if is_partition else None
     queue = None if is_partition else read_queue(fs, f"{base}/queue")
-    rotational = fs.read_int(f"{base}/queue/rotational") if queue is not None else None
-    removable = None if is_partition else fs.read_int(f"{base}/removable")
+    rotational = (
+        fs.read_int(f"{base}/queue/rotational", low=0, high=1) if queue is not None else None
+    )
+    removable = None if is_partition else fs.read_int(f"{base}/removable", low=0, high=1)
     ident = _Identity() if is_partition or entry.is_virtual else _read_identity(fs, base)
     return BlockDevice(
         id=block_id(entry.name),
@@ -149,9 +155,9 @@ def read_block_device(fs: HostFS, entry: BlockDir, parent: str) -> BlockDevice:
 
 
 def _read_partition(fs: HostFS, base: str) -> PartitionInfo:
-    start = fs.read_int(f"{base}/start", expected=True)
+    start = fs.read_int(f"{base}/start", expected=True, low=0, high=_MAX_SECTORS)
     return PartitionInfo(
-        number=fs.read_int(f"{base}/partition", expected=True),
+        number=fs.read_int(f"{base}/partition", expected=True, low=0, high=2**20),
         start_bytes=None if start is None else start * SECTOR_BYTES,
     )
 
@@ -161,7 +167,7 @@ def _read_devnum(fs: HostFS, rel: str) -> tuple[int | None, int | None]:
     if text is None:
         return None, None
     major, sep, minor = text.partition(":")
-    if not sep or not major.isdigit() or not minor.isdigit():
+    if not sep or not digits(major) or not digits(minor) or max(len(major), len(minor)) > 10:
         fs.warn(f"{rel}: expected major:minor, got {text[:40]!r}")
         return None, None
     return int(major), int(minor)
@@ -189,7 +195,10 @@ def read_queue(fs: HostFS, queue: str) -> QueueSettings | None:
     if fs.realpath(queue) is None:
         fs.warn(f"{queue}: missing")
         return None
-    ints = {name: fs.read_int(f"{queue}/{name}") for name in _QUEUE_INTS}
+    ints = {
+        name: fs.read_int(f"{queue}/{name}", low=low, high=high)
+        for name, (low, high) in _QUEUE_RANGES.items()
+    }
     scheduler, schedulers = read_scheduler(fs, f"{queue}/scheduler")
     return QueueSettings(
         scheduler=scheduler,
@@ -205,7 +214,9 @@ def read_scheduler(fs: HostFS, rel: str) -> tuple[str | None, tuple[str, ...]]:
     if text is None:
         return None, ()
     active, names = parse_scheduler(text)
-    if not names:
+    if not names and text:
+        fs.warn(f"{rel}: expected scheduler names, got {text[:60]!r}")
+    elif not names:
         fs.warn(f"{rel}: empty")
     elif active is None:
         fs.warn(f"{rel}: no active scheduler marked in {text[:60]!r}")
@@ -213,12 +224,22 @@ def read_scheduler(fs: HostFS, rel: str) -> tuple[str | None, tuple[str, ...]]:
 
 
 def parse_scheduler(text: str) -> tuple[str | None, tuple[str, ...]]:
-    """Split a scheduler line into (active, available); a lone name is the active one."""
+    """Split a scheduler line into (active, available); a lone name is the active one.
+
+    Every word must be a name or one [name]; a line with any other word, or two marked,
+    is malformed and gives (None, ()): no name is ever taken from half a word.
+    """
     words = text.split()
-    names = tuple(word.strip("[]") for word in words)
-    marked = [word[1:-1] for word in words if word.startswith("[") and word.endswith("]")]
+    names = tuple(word[1:-1] if word.startswith("[") else word for word in words)
+    marked = [word[1:-1] for word in words if word.startswith("[")]
+    if (
+        not all(_SCHEDULER.fullmatch(name) for name in names)
+        or len(marked) > 1
+        or any(word.startswith("[") != word.endswith("]") for word in words)
+    ):
+        return None, ()
     if len(marked) == 1:
         return marked[0], names
-    if len(names) == 1 and not marked:
+    if len(names) == 1:
         return names[0], names
     return None, names

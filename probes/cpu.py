@@ -6,7 +6,7 @@ proc/cpuinfo.
 
 from __future__ import annotations
 
-from probes.hostfs import HostFS
+from probes.hostfs import HostFS, digits
 from probes.numa import online_cpus
 from tuner.topology import CpuInfo
 
@@ -40,6 +40,6 @@ def _model_name(fs: HostFS) -> str | None:
         key, sep, value = line.partition(":")
         if sep and key.strip().lower() in ("model name", "processor", "cpu model") and value:
             value = value.strip()
-            if not value.isdigit():
+            if not digits(value):
                 return value
     return None

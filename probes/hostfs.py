@@ -8,12 +8,17 @@ with absolute targets re-rooted, so a capture behaves like the machine it came f
 Nothing here raises for a missing or broken file: reads return None and, where the caller
 says the value was expected, a one-line warning naming the path goes into `warnings`. Every
 path that was touched is remembered so `--gather` can capture exactly what the probes read.
+
+A captured tree is hostile input (docs/security.md): only regular files are read (a FIFO
+would block forever), never more than MAX_FILE_BYTES of one, integers are ASCII digits within
+the caller's plausible range, and CPU lists and masks stop at MAX_CPUS.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +26,22 @@ from typing import TypeVar
 
 _MAX_LINK_HOPS = 40
 _PAGE = 4096
+MAX_CPUS = 1 << 16
+"""CPU numbers run below this (the kernel's NR_CPUS tops out at 8192): a larger one in a list or
+a mask is malformed, not a reason to allocate billions of entries."""
+MAX_FILE_BYTES = 64 << 20
+"""The most one file may hold: /proc/interrupts of a thousand-CPU host is a few MB."""
+_BLANK = " \t\n\r\x0b\x0c\x00"
+"""Stripped from both ends of what a file holds: some kernels end attributes in "\n\0"."""
+_DECIMAL = re.compile(r"[-+]?[0-9]+")
+_HEX = re.compile(r"(0[xX])?[0-9a-fA-F]+")
+_CPU_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+)/([0-9]+))?)?")
+_MASK_WORD = re.compile(r"[0-9a-fA-F]{1,16}")
 T = TypeVar("T")
+
+
+class NotRegularFile(OSError):
+    """A FIFO, socket or device where a kernel attribute file should be."""
 
 
 class HostFS:
@@ -165,9 +185,11 @@ class HostFS:
                     error = err
         if data is not None and real is not None:
             self.touched.add(real)
-            return data.decode("utf-8", errors="replace").strip()
+            return data.decode("utf-8", errors="replace").strip(_BLANK)
         if isinstance(error, IsADirectoryError):
             self.warn(f"{rel}: is a directory, expected a file")
+        elif isinstance(error, NotRegularFile):
+            self.warn(f"{rel}: {error.strerror}")
         elif expected:
             if error is None or error.errno == errno.ENOENT:
                 self.warn(f"{rel}: missing")
@@ -187,32 +209,60 @@ class HostFS:
 
     def _read_leaf(self, real: str, *, follow: bool = False) -> bytes:
         # O_NOFOLLOW spares an lstat per attribute: almost every leaf is a plain file, and a
-        # link shows up as ELOOP, which read() then resolves inside the root.
-        flags = os.O_RDONLY | (0 if follow else os.O_NOFOLLOW)
+        # link shows up as ELOOP, which read() then resolves inside the root. O_NONBLOCK: a
+        # FIFO planted in a capture opens at once instead of waiting for a writer forever.
+        flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow else os.O_NOFOLLOW)
         fd = os.open(self._abs(real), flags)
         try:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError(errno.EISDIR, "is a directory")
+            if not stat.S_ISREG(mode):
+                raise NotRegularFile(errno.EINVAL, "not a regular file")
             first = os.read(fd, _PAGE)
             # A sysfs attribute is at most one page and comes whole in one read; /proc's
             # seq_files may stop short of the end, so only they are read until EOF.
             if len(first) < _PAGE and real.startswith("sys/"):
                 return first
             chunks = [first]
+            size = len(first)
             while chunk := os.read(fd, 65536):
+                size += len(chunk)
+                if size > MAX_FILE_BYTES:
+                    raise NotRegularFile(
+                        errno.EFBIG, f"larger than {MAX_FILE_BYTES} bytes; not read"
+                    )
                 chunks.append(chunk)
             return b"".join(chunks)
         finally:
             os.close(fd)
 
-    def read_int(self, rel: str, *, expected: bool = False, base: int = 10) -> int | None:
-        """A file holding one integer (decimal, or hex with base=16 or a 0x prefix), or None."""
+    def read_int(
+        self,
+        rel: str,
+        *,
+        expected: bool = False,
+        base: int = 10,
+        low: int | None = None,
+        high: int | None = None,
+    ) -> int | None:
+        """A file holding one integer (decimal, or hex with base=16 or a 0x prefix), or None.
+
+        A value outside [low, high] is impossible on a real host (readahead -128, a NUMA node
+        2^64-1): it becomes a warning and None, never a fact the rules act on.
+        """
         text = self.read(rel, expected=expected)
         if text is None:
             return None
         try:
-            return int(text, 0 if text.lower().startswith("0x") else base)
+            value = parse_int(text, base)
         except ValueError:
             self.warn(f"{rel}: expected an integer, got {_quote(text)}")
             return None
+        if (low is not None and value < low) or (high is not None and value > high):
+            self.warn(f"{rel}: {value} is implausible (expected {_bounds(low, high)}); ignored")
+            return None
+        return value
 
     def read_lines(self, rel: str, *, expected: bool = False) -> list[str]:
         """A file's non-empty lines; empty when the file is missing."""
@@ -224,30 +274,71 @@ def _quote(text: str, limit: int = 40) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
+def _bounds(low: int | None, high: int | None) -> str:
+    if low is not None and high is not None:
+        return f"{low} to {high}"
+    return f"{low} or more" if low is not None else f"{high} or less"
+
+
+def digits(text: str) -> bool:
+    """True for a non-empty run of ASCII digits: what int() may be given after this check.
+
+    str.isdigit() is also true for "²" and "٣", which int() refuses or reads as 3: every
+    "is it a number" test on host or user text goes through here (tests/test_hostile_code.py).
+    """
+    return text.isascii() and text.isdigit()
+
+
+def parse_int(text: str, base: int = 10) -> int:
+    """An integer in ASCII digits (hex with base=16 or a 0x prefix); ValueError otherwise.
+
+    Stricter than int(): no "²" or "٣" (int() takes any Unicode digit), no "1_000", no spaces.
+    """
+    text = text.strip(_BLANK)
+    if base == 16 or text[:2].lower() == "0x":
+        if not _HEX.fullmatch(text):
+            raise ValueError(f"not a hexadecimal integer: {text!r}")
+        return int(text, 16)
+    if base != 10 or not _DECIMAL.fullmatch(text):
+        raise ValueError(f"not an integer: {text!r}")
+    return int(text)
+
+
 def parse_cpulist(text: str) -> tuple[int, ...]:
-    """Parse a kernel CPU list such as "0-3,8,10-11"; raises ValueError when malformed."""
+    """Parse a kernel CPU list such as "0-3,8,10-11" or "0-7:2/4" (the first 2 of every 4);
+    raises ValueError when malformed or naming a CPU at or beyond MAX_CPUS."""
     cpus: set[int] = set()
-    for chunk in text.replace("\n", ",").split(","):
-        chunk = chunk.strip()
+    for chunk in text.strip(_BLANK).replace("\n", ",").split(","):
+        chunk = chunk.strip(" \t")
         if not chunk:
             continue
-        if "-" in chunk:
-            low, _, high = chunk.partition("-")
-            first, last = int(low), int(high.split(":")[0])
-            if last < first:
-                raise ValueError(f"range {chunk!r} runs backwards")
-            cpus.update(range(first, last + 1))
-        else:
-            cpus.add(int(chunk))
+        match = _CPU_RANGE.fullmatch(chunk)
+        if match is None:
+            raise ValueError(f"not a CPU or a range of CPUs: {chunk!r}")
+        if any(len(part) > 6 for part in match.groups() if part):
+            raise ValueError(f"{chunk!r} names CPUs beyond {MAX_CPUS - 1}")
+        first = int(match.group(1))
+        last = int(match.group(2)) if match.group(2) is not None else first
+        if last >= MAX_CPUS:
+            raise ValueError(f"{chunk!r} names CPUs beyond {MAX_CPUS - 1}")
+        if last < first:
+            raise ValueError(f"range {chunk!r} runs backwards")
+        used, group = (int(match.group(3)), int(match.group(4))) if match.group(3) else (1, 1)
+        if not 0 < used <= group:
+            raise ValueError(f"group {chunk!r} is not USED/SIZE with 0 < USED <= SIZE")
+        cpus.update(cpu for cpu in range(first, last + 1) if (cpu - first) % group < used)
     return tuple(sorted(cpus))
 
 
 def parse_cpumask(text: str) -> tuple[int, ...]:
-    """Parse a kernel CPU mask such as "00000000,000000ff"; raises ValueError when malformed."""
-    words = [w.strip() for w in text.strip().split(",")]
-    if not words or any(not w for w in words):
-        raise ValueError("empty mask word")
+    """Parse a kernel CPU mask such as "00000000,000000ff"; raises ValueError when malformed
+    or wider than MAX_CPUS bits."""
+    words = [w.strip(" \t") for w in text.strip(_BLANK).split(",")]
+    if not words or any(not _MASK_WORD.fullmatch(w) for w in words):
+        raise ValueError("a mask word is not 1 to 16 hexadecimal digits")
     value = int("".join(words), 16)
+    if value.bit_length() > MAX_CPUS:
+        raise ValueError(f"the mask names CPUs beyond {MAX_CPUS - 1}")
     return tuple(bit for bit in range(value.bit_length()) if value >> bit & 1)
 
 

@@ -17,7 +17,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_CPU = re.compile(r"CPU(\d+)$")
+from probes.hostfs import MAX_CPUS
+
+_CPU = re.compile(r"CPU([0-9]{1,9})$")
+_IRQ = re.compile(r"[0-9]{1,9}")
+_COUNT = re.compile(r"[0-9]{1,20}")
 # The hwirq number and trigger that follow the chip: "4-edge", "27", "Level", "-fasteoi".
 _HWIRQ = re.compile(r"^(\d+(-[A-Za-z]+)?|-[A-Za-z]+|[Ll]evel|[Ee]dge)$")
 _MSI_CHIP = re.compile(r"PCI-MSIX?-([0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])$")
@@ -34,13 +38,19 @@ class InterruptLine:
 
 
 def parse_header(line: str) -> tuple[int, ...] | None:
-    """The CPU numbers the header names, in order ("CPU0 CPU2" -> (0, 2)); None if it is not one."""
+    """The CPU numbers the header names, in order ("CPU0 CPU2" -> (0, 2)); None if it is not one.
+
+    ValueError for a CPU at or beyond MAX_CPUS: the counts are indexed by CPU number, so such a
+    header would ask for an array of that size.
+    """
     cpus: list[int] = []
     for word in line.split():
         match = _CPU.match(word)
         if match is None:
             return None
         cpus.append(int(match.group(1)))
+        if cpus[-1] >= MAX_CPUS:
+            raise ValueError(f"CPU header names CPU {cpus[-1]}, beyond {MAX_CPUS - 1}")
     return tuple(cpus) or None
 
 
@@ -49,7 +59,10 @@ def parse_interrupts(text: str) -> tuple[list[InterruptLine], list[str]]:
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         return [], ["empty"]
-    cpus = parse_header(lines[0])
+    try:
+        cpus = parse_header(lines[0])
+    except ValueError as err:
+        return [], [str(err)]
     if cpus is None:
         return [], [f"no CPU header line, got {lines[0].strip()[:40]!r}"]
     width = max(cpus) + 1
@@ -58,16 +71,15 @@ def parse_interrupts(text: str) -> tuple[list[InterruptLine], list[str]]:
     for line in lines[1:]:
         key, colon, rest = line.partition(":")
         key = key.strip()
-        if colon and key and not key.isdigit() and " " not in key:
-            continue  # an architecture counter (NMI, LOC, ERR...)
-        if not colon or not key.isdigit():
+        numeric = _IRQ.fullmatch(key) is not None
+        if colon and key.isascii() and key.isprintable() and " " not in key and not numeric:
+            continue  # an architecture counter (NMI, LOC, ERR, I/O...)
+        if not colon or not numeric:
             problems.append(f"line not understood: {line.strip()[:40]!r}")
             continue
         words = rest.split()
-        try:
-            values = [int(word) for word in words[: len(cpus)]]
-        except ValueError:
-            values = []
+        counted = words[: len(cpus)]
+        values = [int(w) for w in counted] if all(_COUNT.fullmatch(w) for w in counted) else []
         if len(values) < len(cpus):
             problems.append(f"IRQ {key}: counts for {len(cpus)} CPUs expected; line skipped")
             continue

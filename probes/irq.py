@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from probes.hostfs import HostFS, read_cpulist, read_cpumask
+from probes.hostfs import HostFS, digits, read_cpulist, read_cpumask
 from probes.interrupts import msi_chip_address, parse_interrupts
 from tuner.topology import Irq
 
@@ -57,12 +57,12 @@ def pci_irq_owners(fs: HostFS) -> PciIrqOwners:
         # probes/pci.py reads, so within one run HostFS has them resolved already.
         have = frozenset(fs.listdir(base))
         vectors = fs.listdir(f"{base}/msi_irqs") if "msi_irqs" in have else []
-        bad = [vector for vector in vectors if not vector.isdigit()]
+        bad = [vector for vector in vectors if not digits(vector)]
         if bad:
             # Worded as probes/pci.py words it, so one run reports it once.
             fs.warn(f"{base}/msi_irqs: unexpected entries {', '.join(bad[:3])}")
         for vector in vectors:
-            if vector.isdigit():
+            if digits(vector):
                 owners.msi.setdefault(int(vector), address)
         if vectors or "irq" not in have or "driver" not in have:
             continue

@@ -69,7 +69,7 @@ def _read_interface(fs: HostFS, name: str) -> NetDevice | None:
         parent=pci_id(address) if address else MACHINE_ID,
         name=name,
         driver=_driver(fs, base),
-        mtu=fs.read_int(f"{base}/mtu"),
+        mtu=fs.read_int(f"{base}/mtu", low=0, high=2**31 - 1),
         speed_mbps=_speed(fs, f"{base}/speed"),
         rx_queues=rx_queues,
         tx_queues=tx_queues,

@@ -1,19 +1,24 @@
 """NUMA nodes: CPUs (`cpulist`, or `cpumap` on old kernels), local memory and distances.
 
 Reads: sys/devices/system/node/node*/{cpulist,cpumap,meminfo,distance},
-sys/devices/system/cpu/online, proc/meminfo.
+sys/devices/system/cpu/{online,present,cpuN/online}, proc/meminfo. A node's CPUs are the online
+ones of its list.
 """
 
 from __future__ import annotations
 
 import re
 
-from probes.hostfs import HostFS, read_cpulist, read_cpumask
+from probes.hostfs import MAX_CPUS, HostFS, read_cpulist, read_cpumask
 from tuner.topology import NumaNode
 
 NODE_DIR = "sys/devices/system/node"
+CPU_DIR = "sys/devices/system/cpu"
 MACHINE_ID = "machine"
-_NODE_NAME = re.compile(r"node(\d+)$")
+MAX_NODES = 1 << 10
+"""NUMA node numbers run below this (the kernel's MAX_NUMNODES is at most 1024)."""
+_NODE_NAME = re.compile(r"node([0-9]{1,4})$")
+_CPU_NAME = re.compile(r"cpu([0-9]{1,5})$")
 _MEMTOTAL = re.compile(r"MemTotal:\s+(\d+)\s*kB")
 
 
@@ -23,17 +28,22 @@ def numa_id(os_index: int) -> str:
 
 
 def online_cpus(fs: HostFS) -> tuple[int, ...]:
-    """CPUs the kernel has online (falls back to `present`, then to the cpuN directories)."""
+    """CPUs the kernel has online: `cpu/online` (else `present`, else the cpuN directories),
+    without those whose own `cpuN/online` says 0 (a capture may lack `cpu/online`)."""
+    listed: tuple[int, ...] = ()
     for attr in ("online", "present"):
-        cpus = read_cpulist(fs, f"sys/devices/system/cpu/{attr}")
-        if cpus:
-            return cpus
-    found = [
-        int(name[3:])
-        for name in fs.listdir("sys/devices/system/cpu")
-        if name.startswith("cpu") and name[3:].isdigit()
-    ]
-    return tuple(sorted(found))
+        listed = read_cpulist(fs, f"{CPU_DIR}/{attr}") or ()
+        if listed:
+            break
+    if not listed:
+        listed = tuple(
+            sorted(
+                int(name[3:])
+                for name in fs.listdir(CPU_DIR)
+                if (m := _CPU_NAME.match(name)) and int(m.group(1)) < MAX_CPUS
+            )
+        )
+    return tuple(cpu for cpu in listed if fs.read(f"{CPU_DIR}/cpu{cpu}/online") != "0")
 
 
 def memtotal_bytes(fs: HostFS, rel: str) -> int | None:
@@ -51,9 +61,12 @@ def memtotal_bytes(fs: HostFS, rel: str) -> int | None:
 def probe_numa(fs: HostFS) -> list[NumaNode]:
     """The machine's NUMA nodes; one node holding every CPU when the kernel shows none."""
     indexes = sorted(
-        int(m.group(1)) for name in fs.listdir(NODE_DIR) if (m := _NODE_NAME.match(name))
+        int(m.group(1))
+        for name in fs.listdir(NODE_DIR)
+        if (m := _NODE_NAME.match(name)) and int(m.group(1)) < MAX_NODES
     )
-    nodes = [_read_node(fs, index, indexes) for index in indexes]
+    online = frozenset(online_cpus(fs))
+    nodes = [_read_node(fs, index, indexes, online) for index in indexes]
     if not nodes:
         return [_single_node(fs)]
     claimed = [cpu for node in nodes for cpu in node.cpus]
@@ -67,11 +80,14 @@ def probe_numa(fs: HostFS) -> list[NumaNode]:
     return nodes
 
 
-def _read_node(fs: HostFS, index: int, all_indexes: list[int]) -> NumaNode:
+def _read_node(fs: HostFS, index: int, all_indexes: list[int], online: frozenset[int]) -> NumaNode:
     base = f"{NODE_DIR}/node{index}"
     cpus = read_cpulist(fs, f"{base}/cpulist")
     if cpus is None:
         cpus = read_cpumask(fs, f"{base}/cpumap", expected=True)
+    if cpus and online:
+        # A node's list may keep its offline CPUs (cpuN/online 0): they run nothing.
+        cpus = tuple(cpu for cpu in cpus if cpu in online)
     distances: tuple[int, ...] = ()
     text = fs.read(f"{base}/distance")
     if text is not None:

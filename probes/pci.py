@@ -22,8 +22,9 @@ from pathlib import PurePosixPath
 from typing import TypeVar
 
 from probes.devpath import PCI_ROOT, is_pci_address
-from probes.hostfs import HostFS, parse_value, read_cpulist, read_cpumask
+from probes.hostfs import HostFS, digits, parse_value, read_cpulist, read_cpumask
 from probes.ids import MACHINE_ID, pci_bus_id, pci_id
+from probes.numa import MAX_NODES
 from probes.pciids import PciIds, find_pci_ids
 from probes.pciids import pci_class_name as pci_class_name
 from tuner.topology import Node, PciFunction, PciHostBridge, PciLink
@@ -212,13 +213,9 @@ def _driver(fs: HostFS, rel: str) -> str | None:
 
 
 def _read_numa(fs: HostFS, rel: str) -> int | None:
-    value = fs.read_int(rel)
-    if value is None or value == -1:
-        return None
-    if value < 0:
-        fs.warn(f"{rel}: expected a NUMA node or -1, got {value}")
-        return None
-    return value
+    # -1: no node (the kernel's NUMA_NO_NODE); MAX_NODES bounds a real one.
+    value = fs.read_int(rel, low=-1, high=MAX_NODES - 1)
+    return None if value == -1 else value
 
 
 def _local_cpus(fs: HostFS, base: str, have: frozenset[str]) -> tuple[int, ...]:
@@ -230,10 +227,10 @@ def _local_cpus(fs: HostFS, base: str, have: frozenset[str]) -> tuple[int, ...]:
 
 def _msi_irqs(fs: HostFS, rel: str) -> tuple[int, ...]:
     names = fs.listdir(rel)
-    bad = [name for name in names if not name.isdigit()]
+    bad = [name for name in names if not digits(name)]
     if bad:
         fs.warn(f"{rel}: unexpected entries {', '.join(bad[:3])}")
-    return tuple(sorted(int(name) for name in names if name.isdigit()))
+    return tuple(sorted(int(name) for name in names if digits(name)))
 
 
 # -- the PCIe link ----------------------------------------------------------------------------

@@ -44,7 +44,7 @@ def hop_kind(name: str) -> str | None:
         if pattern.match(name):
             return kind
     # Device names carry an instance number; class directories (block, nvme, mmc_host) do not.
-    return "other" if any(ch.isdigit() for ch in name) else None
+    return "other" if any(ch in "0123456789" for ch in name) else None
 
 
 def path_hops(real: str) -> tuple[str | None, list[tuple[str, str]]]:

@@ -1,4 +1,4 @@
-"""Shared fixtures: a fresh fixture tree per test, and the hwloc dumps shipped in ../shared."""
+"""Shared fixtures: a fresh fixture tree per test, and the hwloc dumps in tests/fixtures/hwloc."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from tests.sysfs_tree import SysTree
 pytest_plugins = ("tests.apply.fixtures",)
 
 REPO = Path(__file__).resolve().parents[1]
-HWLOC_FIXTURES = REPO.parent / "shared" / "fixtures" / "hwloc"
+HWLOC_FIXTURES = REPO / "tests" / "fixtures" / "hwloc"
+"""hwloc's captures (BSD-3-Clause, its COPYING beside them): the project never reads ../shared."""
 
 
 @pytest.fixture

@@ -64,3 +64,97 @@ def test_malformed_yaml_names_the_file_and_line_in_one_line(tmp_path: Path) -> N
     message = str(err.value)
     assert message.startswith(f"{path}:5: not valid YAML (expected ',' or ']'")
     assert "<unicode string>" not in message and "\n" not in message
+
+
+# -- hostile plans (issue 17): every field checked, nothing unknown ignored ------------------
+
+GOOD = """\
+plan_version: 1
+created: '2026-11-22T07:10:00+00:00'
+host: storage01
+source: advise
+workload: stream-read
+entries:
+- key: block.read_ahead_kb
+  target: sda
+  value: 4096
+  current: 128
+  reason: readahead-small-for-streaming
+- key: vm.dirty_background_bytes
+  target: host
+  value: 268435456
+"""
+
+
+def bad_plan(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "plan.yaml"
+    path.write_text(text)
+    with pytest.raises(BadInput) as caught:
+        read_plan(path)
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith(f"{path}: ")
+    return message.removeprefix(f"{path}: ")
+
+
+def test_a_good_plan_reads(tmp_path: Path) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(GOOD)
+    assert [e.target for e in read_plan(path).entries] == ["sda", "host"]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "why"),
+    [
+        ("host: storage01", "host: \"a\\nACTION==\\\"add\\\", RUN+=\\\"/bin/sh\\\"\"",
+         "host: 'a\\nACTION==\"add\", RUN+=\"/bin/sh\"' is not a host name"),
+        ("source: advise", "source: \"x\\nkernel.core_pattern = |/tmp/x\"", "source: "),
+        ("workload: stream-read", "workload: \"w\\n[Service]\"", "workload: "),
+        ("created: '2026-11-22T07:10:00+00:00'", "created: \"now\\nExecStartPre=/bin/sh\"",
+         "created: "),
+        ("plan_version: 1", "plan_version: true", "not an iotuner plan"),
+        ("host: storage01", "host: storage01\nhsot: typo", "unknown field 'hsot'"),
+        ("  value: 4096\n", "  value: 4096\n  vaule: 1\n", "entries[0]: unknown field 'vaule'"),
+        ("  target: sda", "  target: \"sda\\nRUN+=x\"", "entries[0]: target 'sda\\nRUN+=x'"),
+        ("  target: sda", "  target: '[red]sda'", "entries[0]: target '[red]sda'"),
+        ("  target: host", "  target: storage01", "entries[1]: target 'storage01': "
+         "vm.dirty_background_bytes applies to the whole host: write target: host"),
+        ("  reason: readahead-small-for-streaming", "  reason: \"x\\x1b[2J\"",
+         "entries[0]: reason: "),
+        ("  value: 4096", "  value: {a: 1}", "entries[0]: value: expected an integer, a name"),
+        ("  value: 4096", "  value: true", "entries[0]: value: expected an integer, a name"),
+    ],
+)  # fmt: skip
+def test_every_field_is_checked(tmp_path: Path, old: str, new: str, why: str) -> None:
+    assert old in GOOD
+    assert why in bad_plan(tmp_path, GOOD.replace(old, new, 1))
+
+
+def test_the_same_setting_twice_is_refused_however_the_target_is_spelled(tmp_path: Path) -> None:
+    text = GOOD + "- key: block.read_ahead_kb\n  target: /dev/sda\n  value: 8192\n"
+    assert bad_plan(tmp_path, text) == (
+        "entries[2]: block.read_ahead_kb on sda is already set by entries[0]"
+    )
+
+
+def test_a_huge_plan_file_is_refused(tmp_path: Path) -> None:
+    assert "larger than" in bad_plan(tmp_path, GOOD + "#" * (4 << 20))
+
+
+def test_writing_a_plan_follows_no_planted_link(tmp_path: Path) -> None:
+    # The old temporary was .NAME.tmp beside the plan: in a shared directory a link planted
+    # there made root write through it.
+    victim = tmp_path / "victim"
+    victim.write_text("root's own\n")
+    (tmp_path / ".plan.yaml.tmp").symlink_to(victim)
+    plan = plan_from_findings((), "h", None)
+    write_plan(plan, tmp_path / "plan.yaml")
+    assert victim.read_text() == "root's own\n"
+    assert read_plan(tmp_path / "plan.yaml") == plan
+    with pytest.raises(BadInput, match="is a directory"):
+        write_plan(plan, tmp_path)
+
+
+def test_a_nul_in_a_target_is_bad_input(tmp_path: Path) -> None:
+    assert "entries[0]: target 'sd\\x00a'" in bad_plan(
+        tmp_path, GOOD.replace("target: sda", 'target: "sd\\0a"')
+    )

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 # The signal helpers live beside the journal; callers import them from here.
 from tuner.process import boot_id, process_start_time
 from tuner.signals import Interrupted, restore_on_signals
-from tuner.state import state_dir
+from tuner.state import state_dir, trusted_database, trusted_parents
 from tuner.tunables.access import Saved, as_value
 from tuner.tunables.base import TargetGone, TunableError, Value
 
@@ -119,11 +119,16 @@ class Journal:
     def __init__(self, path: Path | None = None, *, command: str | None = None) -> None:
         self.path = Path(path) if path is not None else default_path()
         self.command = command if command is not None else " ".join(sys.argv)
-        fresh = not self.path.exists()
+        # What recovery writes back as root comes from this file: it must be iotuner's own.
+        trusted_parents(self.path.parent)
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        trusted_database(self.path)
+        with contextlib.suppress(FileExistsError):
+            # Born 0600: originals of host settings are nobody else's business.
+            os.close(
+                os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            )
         self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        if fresh:
-            os.chmod(self.path, 0o600)  # originals of host settings are nobody else's business
         self.db.execute("PRAGMA journal_mode=WAL")
         # FULL: each commit is on disk before it returns, so a journaled original survives a
         # power cut between the journal entry and the write it protects.

@@ -2,11 +2,22 @@
 
 A plan is a YAML file (docs/plan-format.md) so a person can read and edit it and Ansible can load
 it as variables. Only concrete changes are entries; ranges meant for the search are kept apart.
+
+A plan is input from anyone who could write the file, and its fields end up in files root owns
+(udev rules, sysctl.d, a systemd unit) and on the terminal: `check_plan` holds every field to an
+allow-list (a pattern, a type, a size) and refuses unknown keys, and apply renders only checked
+plans (tuner/apply/render.py). The writers here produce plans that pass it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import datetime as dt
+import os
+import re
+import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,12 +27,24 @@ import yaml
 from tuner.codec import DecodeError, decode, encode
 from tuner.errors import BadInput
 from tuner.rules.model import Finding
+from tuner.tunables.naming import canonical_target, target_problem
 from tuner.tunables.registry import TUNABLES
 from tuner.yaml_text import yaml_error
 
 PLAN_VERSION = 1
 DAEMON_SOURCE = "daemon"
 """The source of the change sets `iotuner daemon` makes itself (drift re-applied, new disks)."""
+SOURCES = ("advise", "tune", DAEMON_SOURCE)
+MAX_PLAN_BYTES = 1 << 20
+"""A plan of every tunable on a thousand disks is well below this."""
+_HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")
+_WORKLOAD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+@ -]{0,127}")
+_CREATED = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?"
+                      r"(?:Z|[+-][0-9]{2}:[0-9]{2})?")  # fmt: skip
+_TEXT = re.compile(r"[A-Za-z0-9 ._:,;()/+=#@'%<>*-]{0,200}")
+"""A reason or a current value shown as text: no newline, quote, backslash, brace or bracket."""
+_MEASURED_KEY = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+_MAX_DEPTH = 8
 
 
 @dataclass(frozen=True)
@@ -60,6 +83,13 @@ class Plan:
     measured: dict[str, Any] | None = None
 
 
+def plan_field(text: str, pattern: re.Pattern[str] = _WORKLOAD, fallback: str = "host") -> str:
+    """`text` made to fit a header field's pattern: other characters become "_" (a host name
+    or a job file's name from the system or the user); `fallback` when nothing is left."""
+    fitted = re.sub(r"[^A-Za-z0-9._:+@ -]", "_", text).strip(" ._:+@-")[:127]
+    return fitted if pattern.fullmatch(fitted) else fallback
+
+
 def plan_from_findings(findings: tuple[Finding, ...], host: str, workload: str | None) -> Plan:
     """Merge the findings' settings into one entry per key and target.
 
@@ -83,9 +113,9 @@ def plan_from_findings(findings: tuple[Finding, ...], host: str, workload: str |
     return Plan(
         plan_version=PLAN_VERSION,
         created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        host=host,
+        host=plan_field(host, _HOST),
         source="advise",
-        workload=workload,
+        workload=None if workload is None else plan_field(workload, fallback="workload"),
         entries=tuple(chosen.values()),
         search=tuple(search.values()),
     )
@@ -105,37 +135,185 @@ def plan_text(plan: Plan) -> str:
 
 
 def write_plan(plan: Plan, path: Path) -> None:
-    """Write the plan as YAML (atomically: a reader never sees half a plan)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(plan_text(plan))
-    tmp.replace(path)
+    """Write the plan as YAML, atomically (a reader never sees half a plan): a temporary of
+    a random name created O_EXCL beside it, so nothing planted in a shared directory is
+    followed, renamed over it. BadInput when `path` is a directory or its directory is missing.
+    """
+    if path.is_dir():
+        raise BadInput(f"{path}: is a directory; name the plan file to write")
+    try:
+        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as err:
+        raise BadInput(f"{path}: cannot write a plan there ({err.strerror or err})") from None
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(plan_text(plan))
+            os.fchmod(out.fileno(), 0o644)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
 
 
 def read_plan(path: Path) -> Plan:
-    """Load and check a plan; BadInput names the file and the entry at fault."""
+    """Load and check a plan; BadInput names the file and the entry at fault.
+
+    A regular file of at most MAX_PLAN_BYTES: a FIFO or a device would block or never end.
+    """
     try:
-        text = path.read_text()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as err:
-        raise BadInput(f"{path}: cannot read plan ({err})") from None
+        raise BadInput(f"{path}: cannot read plan ({err.strerror or err})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise BadInput(f"{path}: not a regular file")
+        data = os.read(fd, MAX_PLAN_BYTES + 1) if info.st_size <= MAX_PLAN_BYTES else b""
+    finally:
+        os.close(fd)
+    if info.st_size > MAX_PLAN_BYTES or len(data) > MAX_PLAN_BYTES:
+        raise BadInput(f"{path}: larger than {MAX_PLAN_BYTES >> 20} MiB: not a plan")
+    try:
+        text = data.decode()
+    except UnicodeDecodeError:
+        raise BadInput(f"{path}: not UTF-8 text") from None
     return parse_plan(text, str(path))
 
 
 def parse_plan(text: str, where: str) -> Plan:
     """Load and check a plan's YAML text; BadInput names `where` and the entry at fault."""
+    if len(text) > MAX_PLAN_BYTES:
+        raise BadInput(f"{where}: larger than {MAX_PLAN_BYTES >> 20} MiB: not a plan")
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise BadInput(yaml_error(where, err)) from None
-    if not isinstance(raw, dict) or raw.get("plan_version") != PLAN_VERSION:
+    except (RecursionError, ValueError) as err:  # ValueError: 5000-digit ints
+        why = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise BadInput(f"{where}: cannot read plan ({why})") from None
+    version = raw.get("plan_version") if isinstance(raw, dict) else None
+    if type(version) is not int or version != PLAN_VERSION:  # True == 1 in Python
         raise BadInput(f"{where}: not an iotuner plan (plan_version {PLAN_VERSION} expected)")
     try:
+        _known_fields(Plan, raw, "")
+        for part, cls in (("entries", PlanEntry), ("search", SearchRange)):
+            items = raw.get(part)
+            for i, item in enumerate(items if isinstance(items, list) else []):
+                _known_fields(cls, item, f"{part}[{i}]: ")
         plan = decode(Plan, raw, "plan")
     except DecodeError as err:
         raise BadInput(f"{where}: {err}") from None
+    return check_plan(plan, where)
+
+
+def _known_fields(cls: type, data: Any, label: str) -> None:
+    if not isinstance(data, dict):
+        raise DecodeError(f"{label}expected a mapping, got {type(data).__name__}")
+    known = {f.name for f in dataclasses.fields(cls)}
+    for name in data:
+        if name not in known:
+            raise DecodeError(f"{label}unknown field {str(name)[:40]!r}")
+
+
+def check_plan(plan: Plan, where: str) -> Plan:
+    """`plan` when every field is one a plan may hold; BadInput naming `where`, the entry and
+    the field otherwise. Whether the values suit this host is render's to say."""
+
+    def bad(why: str) -> BadInput:
+        return BadInput(f"{where}: {why}")
+
+    if type(plan.plan_version) is not int or plan.plan_version != PLAN_VERSION:
+        raise bad(f"not an iotuner plan (plan_version {PLAN_VERSION} expected)")
+    if not isinstance(plan.host, str) or not _HOST.fullmatch(plan.host):
+        raise bad(f"host: {_shown(plan.host)} is not a host name (letters, digits, . _ -)")
+    if plan.source not in SOURCES:
+        raise bad(f"source: {_shown(plan.source)} is not one of {', '.join(SOURCES)}")
+    if not isinstance(plan.created, str) or not _CREATED.fullmatch(plan.created):
+        raise bad(f"created: {_shown(plan.created)} is not an ISO 8601 time")
+    if plan.workload is not None and not (
+        isinstance(plan.workload, str) and _WORKLOAD.fullmatch(plan.workload)
+    ):
+        raise bad(f"workload: {_shown(plan.workload)} is not a workload name")
+    seen: dict[tuple[str, str], int] = {}
     for i, entry in enumerate(plan.entries):
-        if entry.key not in TUNABLES:
-            raise BadInput(f"{where}: entries[{i}]: unknown tunable {entry.key!r}")
+        label = f"entries[{i}]"
+        _check_setting(entry.key, entry.target, f"{where}: {label}")
+        if _value_problem(entry.value):
+            raise bad(f"{label}: value: {_value_problem(entry.value)}")
+        if entry.current is not None and _value_problem(entry.current):
+            raise bad(f"{label}: current: {_value_problem(entry.current)}")
+        if not isinstance(entry.reason, str) or not _TEXT.fullmatch(entry.reason):
+            raise bad(f"{label}: reason: {_shown(entry.reason)} is not a short line of text")
+        slot = (entry.key, canonical_target(entry.key, entry.target))
+        if slot in seen:
+            raise bad(f"{label}: {slot[0]} on {slot[1]} is already set by entries[{seen[slot]}]")
+        seen[slot] = i
+    for i, rng in enumerate(plan.search):
+        _check_setting(rng.key, rng.target, f"{where}: search[{i}]")
+        for name, value in (("low", rng.low), ("high", rng.high)):
+            if _value_problem(value):
+                raise bad(f"search[{i}]: {name}: {_value_problem(value)}")
+        if not isinstance(rng.reason, str) or not _TEXT.fullmatch(rng.reason):
+            raise bad(f"search[{i}]: reason: {_shown(rng.reason)} is not a short line of text")
+    if plan.measured is not None:
+        why = _data_problem(plan.measured, 0)
+        if why:
+            raise bad(f"measured: {why}")
     return plan
+
+
+def _check_setting(key: object, target: object, label: str) -> None:
+    if not isinstance(key, str) or key not in TUNABLES:
+        raise BadInput(f"{label}: unknown tunable {_shown(key)}")
+    why = target_problem(key, target)
+    if why is not None:
+        raise BadInput(f"{label}: target {_shown(target)}: {why}")
+
+
+def _value_problem(value: object) -> str | None:
+    """Why `value` cannot be a setting's value: an int, a name, or a list of ints."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return None if abs(value) < 2**256 else "too large a number"
+    if isinstance(value, str) and _TEXT.fullmatch(value):
+        return None
+    if (
+        isinstance(value, list | tuple)
+        and len(value) <= 8
+        and all(isinstance(v, int) and not isinstance(v, bool) and abs(v) < 2**256 for v in value)
+    ):
+        return None
+    return f"expected an integer, a name or a list of integers, got {_shown(value)}"
+
+
+def _data_problem(data: object, depth: int) -> str | None:
+    """Why `data` is not a small JSON-like document (tune's figures), or None."""
+    if depth > _MAX_DEPTH:
+        return "nested too deep"
+    if data is None or isinstance(data, bool | int | float):
+        return None
+    if isinstance(data, str):
+        # tune's figures and notes: printable ASCII on one line (no escape sequence).
+        if len(data) <= 500 and data.isascii() and data.isprintable():
+            return None
+        return f"{_shown(data)} is not a short line of text"
+    if isinstance(data, list):
+        if len(data) > 1000:
+            return "a list of more than 1000 items"
+        return next((w for item in data if (w := _data_problem(item, depth + 1))), None)
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if not isinstance(key, str) or not _MEASURED_KEY.fullmatch(key):
+                return f"{_shown(key)} is not a field name"
+            why = _data_problem(value, depth + 1)
+            if why:
+                return f"{key}: {why}"
+        return None
+    return f"{type(data).__name__} is not allowed"
+
+
+def _shown(value: object) -> str:
+    return repr(value)[:60]
 
 
 def plan_from_tune(
@@ -149,9 +327,9 @@ def plan_from_tune(
     return Plan(
         plan_version=PLAN_VERSION,
         created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        host=host,
+        host=plan_field(host, _HOST),
         source="tune",
-        workload=workload,
+        workload=plan_field(workload, fallback="workload"),
         entries=tuple(
             PlanEntry(key, target, value, baseline.get((key, target)), "tune")
             for (key, target), value in changes.items()

@@ -30,8 +30,8 @@ def recover_if_needed(command: str | None = None) -> list[Recovered]:
     """Restore the open changes of dead sessions, one line per value on stderr.
 
     Does nothing for the commands in SKIP_COMMANDS, without a journal, or when this user may
-    not write it (the owner's next command will). A journal that cannot be read is one line
-    of warning, never a failed command.
+    not write it (the owner's next command will). A journal that cannot be read, or that is
+    not iotuner's own (tuner/state.py), is one line of warning and nothing is restored.
     """
     path = journal_path()
     if command in SKIP_COMMANDS:
@@ -42,6 +42,13 @@ def recover_if_needed(command: str | None = None) -> list[Recovered]:
     except OSError:
         usable = False
     if not usable:
+        return []
+    from tuner.state import UntrustedState, trusted_database
+
+    try:
+        trusted_database(path)
+    except UntrustedState as err:
+        print(f"iotuner: not recovering from the journal: {err}", file=sys.stderr)
         return []
     import sqlite3
 

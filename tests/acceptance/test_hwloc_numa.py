@@ -10,6 +10,7 @@ import pytest
 
 from probes.host import probe_host
 from probes.hostfs import HostFS, parse_cpumask
+from tests.acceptance.hwloc_variants import VARIANTS, base_of, build_variant, expected_of
 from tests.conftest import HWLOC_DUMPS, HWLOC_FIXTURES
 from tuner.topology import NumaNode
 
@@ -74,3 +75,15 @@ def test_every_dump_probes_without_error(hwloc_root, dump: str) -> None:  # type
     # Each CPU belongs to exactly one NUMA node, as on any machine.
     claimed = [cpu for node in topology.of_type(NumaNode) for cpu in node.cpus]
     assert sorted(claimed) == sorted(set(claimed))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_numa_cpus_are_the_online_cpus_of_each_node_on_derived_captures(
+    hwloc_root, tmp_path: Path, variant: str
+) -> None:  # type: ignore[no-untyped-def]
+    root = build_variant(variant, hwloc_root, tmp_path)
+    fs = HostFS(root)
+    topology = probe_host(fs)
+    ours = {node.os_index: node.cpus for node in topology.of_type(NumaNode)}
+    assert ours == expected_of(variant, expected(base_of(variant)))
+    assert not [w for w in fs.warnings if "cpulist" in w or "cpu/online" in w]

@@ -54,4 +54,9 @@ def test_the_same_disk_is_found_under_its_new_name(host: SysTree) -> None:
 
 
 def test_quotes_in_a_value_cannot_break_the_rule() -> None:
-    assert Identity("serial", 'a"b').udev_match() == 'ENV{ID_SERIAL}=="a\\"b"'
+    # udev unescapes only \" and reads * ? [ ] | as patterns: such values are refused, not
+    # escaped, since no escaping makes udev match them exactly (issue 17).
+    for value in ('a"b', "a\\", "a\nb", "disk*", "a|b", "a[1]"):
+        with pytest.raises(NoIdentity, match="cannot match it exactly"):
+            Identity("serial", value).udev_match()
+    assert Identity("serial", "ST4000NM_Z1Z2X3").udev_match() == 'ENV{ID_SERIAL}=="ST4000NM_Z1Z2X3"'

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import shlex
 from pathlib import Path
 
 import pytest
@@ -103,7 +104,7 @@ def tree_digest(root: Path) -> str:
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
-        (("block.readahead", "loop3", 1), "entries[0] (block.readahead on loop3): unknown tunable"),
+        (("block.readahead", "loop3", 1), "entries[0]: unknown tunable 'block.readahead'"),
         (("block.read_ahead_kb", "sdz", 4096), "entries[0] (block.read_ahead_kb on sdz): no such "
          "block device (/sys/block/sdz)"),
         (("block.nr_requests", "loop3", 256), "entries[0] (block.nr_requests on loop3): 256 "
@@ -127,3 +128,68 @@ def test_both_halves_of_a_dirty_pair_are_refused(host: SysTree) -> None:
     both = plan(("vm.dirty_ratio", "host", 30), ("vm.dirty_bytes", "host", 1 << 30))
     with pytest.raises(BadInput, match=r"entries\[0\] \(vm.dirty_ratio on host\): set either"):
         render(both, root=host.root)
+
+
+# -- rendering by construction (issue 17) ------------------------------------------------------
+
+
+def test_a_plan_built_in_code_with_a_hostile_header_is_refused(host: SysTree) -> None:
+    header = 'x\nACTION=="add", RUN+="/bin/sh -c id"'
+    hostile = Plan(1, "2026-11-22T07:10:00+00:00", header, "advise", None,
+                   (PlanEntry("vm.dirty_background_ratio", "host", 5),))  # fmt: skip
+    with pytest.raises(BadInput, match="is not a host name"):
+        render(hostile, root=host.root)
+
+
+def test_sysctl_targets_are_the_host_so_the_dirty_pair_check_holds(host: SysTree) -> None:
+    both = plan(("vm.dirty_ratio", "host", 30), ("vm.dirty_bytes", "elsewhere", 1 << 30))
+    with pytest.raises(BadInput, match=r"target 'elsewhere'.*applies to the whole host"):
+        render(both, root=host.root)
+
+
+def test_a_governor_target_cannot_add_unit_lines(host: SysTree) -> None:
+    hostile = plan(("cpu.governor", "host\nExecStartPre=/bin/sh -c id", "performance"))
+    with pytest.raises(BadInput, match="applies to the whole host"):
+        render(hostile, root=host.root)
+
+
+def test_a_per_cpu_governor_layout_is_one_argument_of_the_boot_unit(
+    host: SysTree, tmp_path: Path
+) -> None:
+    from tuner.apply import boot
+
+    cpus = sorted(p.name for p in (host.root / "sys/devices/system/cpu").glob("cpu[0-9]*"))
+    layout = " ".join(f"{name[3:]}:{'performance' if i == 0 else 'powersave'}"
+                      for i, name in enumerate(cpus))  # fmt: skip
+    rendered = render(plan(("cpu.governor", "host", layout)), root=host.root, conf_root=tmp_path)
+    unit = files(rendered, tmp_path)[BOOT_UNIT] or ""
+    (line,) = [ln for ln in unit.splitlines() if ln.startswith("ExecStart=")]
+    args = shlex.split(line.removeprefix("ExecStart="))
+    assert args[1:3] == ["-m", "tuner.apply.boot"]
+    assert [boot.parse(a) for a in args[3:]] == [("cpu.governor", "host", layout)]
+
+
+@pytest.mark.parametrize(
+    ("entry", "why"),
+    [
+        (("block.read_ahead_kb", "loop3", 10**30), "exceeds 4294967295"),
+        (("vm.dirty_bytes", "host", 10**40), "exceeds 18446744073709551615"),
+        (("block.nr_requests", "sdb", 2**40), "exceeds"),
+        (("block.read_ahead_kb", "loop3", -128), "is below 0"),
+        (("nic.mtu", "eth0", 2**40), "exceeds 2147483647"),
+    ],
+)
+def test_values_the_kernel_refuses_are_refused_here(
+    host: SysTree, entry: tuple[str, str, object], why: str
+) -> None:
+    with pytest.raises(BadInput, match=why):
+        render(plan(entry), root=host.root)
+
+
+@pytest.mark.parametrize(
+    "backing", ["/dev/shm/disk\\", "/dev/shm/a\nb", '/dev/shm/a"b', "/dev/shm/*", "/dev/shm/a|b"]
+)
+def test_an_identity_udev_cannot_match_exactly_is_refused(host: SysTree, backing: str) -> None:
+    (host.root / "sys/block/loop3/loop/backing_file").write_text(backing + "\n")
+    with pytest.raises(BadInput, match="a udev rule cannot match it exactly"):
+        render(plan(("block.read_ahead_kb", "loop3", 4096)), root=host.root)

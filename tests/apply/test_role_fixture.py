@@ -68,3 +68,22 @@ def test_every_kind_of_setting_applied_then_nothing_to_do(
     assert run_apply(smaller, conf_root=conf, sys_root=host.root, state=state).ok
     assert not (conf / BOOT_UNIT).exists() and not (conf / BOOT_WANTS).is_symlink()
     assert not (conf / SYSCTL_CONF).exists()
+
+
+def test_paths_reach_ansible_as_data_never_as_templates(
+    host: SysTree, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ansible evaluates {{ }} in variables: a plan or a conf root named like this ran the
+    # command before issue 17. (A path component holds no "/" and apply refuses "$": the
+    # command finds the marker's path in the environment ansible-playbook inherits.)
+    marker = tmp_path / "PWNED"
+    monkeypatch.setenv("IOTUNER_MARK", str(marker))
+    name = "+".join(f"chr({ord(c)})" for c in "IOTUNER_MARK")  # no quote, no slash
+    command = f'python3 -c "import os; open(os.environ[{name}], chr(119))"'
+    hostile = f"{{{{ lookup('pipe', '{command}') }}}}"
+    conf = tmp_path / f"conf{hostile}"
+    conf.mkdir()
+    plan = write_plan(tmp_path / f"p{hostile}.yaml", ENTRIES[:2])
+    run = run_apply(plan, check=True, conf_root=conf, sys_root=host.root, state=state)
+    assert run.ok, run.failures()
+    assert not marker.exists()

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tuner.apply.outcome import outcome
 from tuner.apply.runner import (
@@ -22,6 +23,7 @@ from tuner.apply.runner import (
     environment,
     parse_run,
 )
+from tuner.errors import BadInput
 from tuner.resources import playbooks_dir
 
 DOCUMENT = {
@@ -121,10 +123,19 @@ def test_the_command_line(tmp_path: Path) -> None:
     command = apply_command(plan, check=True, diff=True, conf_root=tmp_path, state=tmp_path)
     assert command[1:6] == ["-i", "localhost,", "-c", "local",
                             str(playbooks_dir() / "apply.yml")]  # fmt: skip
-    extra = json.loads(command[command.index("-e") + 1])
-    assert extra == {"iotuner_plan": str(plan), "iotuner_conf_root": str(tmp_path),
-                     "iotuner_sys_root": "/", "iotuner_state_dir": str(tmp_path),
-                     "ansible_python_interpreter": sys.executable}  # fmt: skip
+    # The variables are data in a file, each one !unsafe: Ansible never templates them.
+    variables = Path(command[command.index("-e") + 1].removeprefix("@"))
+    assert variables == tmp_path / "ansible" / "vars.yml"
+    assert variables.stat().st_mode & 0o777 == 0o600
+    loader = type("Loader", (yaml.SafeLoader,), {})
+    loader.add_constructor(
+        "!unsafe", lambda loader, node: ("unsafe", loader.construct_scalar(node))
+    )
+    extra = yaml.load(variables.read_text(), Loader=loader)
+    assert extra == {k: ("unsafe", v) for k, v in {
+        "iotuner_plan": str(plan), "iotuner_conf_root": str(tmp_path), "iotuner_sys_root": "/",
+        "iotuner_state_dir": str(tmp_path), "ansible_python_interpreter": sys.executable,
+    }.items()}  # fmt: skip
     assert command[-2:] == ["--check", "--diff"]
 
 
@@ -134,3 +145,9 @@ def test_a_missing_ansible_playbook(monkeypatch: pytest.MonkeyPatch, tmp_path: P
         ansible_playbook()
     monkeypatch.delenv("IOTUNER_ANSIBLE_PLAYBOOK")
     assert Path(ansible_playbook()).name == "ansible-playbook"
+
+
+def test_a_path_ansible_would_expand_is_refused(tmp_path: Path) -> None:
+    # copy's dest and file's path expand $VAR: the file written would not be the one rendered.
+    with pytest.raises(BadInput, match=r"must not hold '\$'"):
+        apply_command(tmp_path / "plan.yaml", conf_root=tmp_path / "$HOME", state=tmp_path)

@@ -93,3 +93,36 @@ def test_rules_list_and_show() -> None:
     assert shown.returncode == 0 and listed[0]["id"] in shown.stdout
     missing = iotuner("rules", "show", "no-such-rule")
     assert missing.returncode == 2 and "no rule 'no-such-rule'" in missing.stderr
+
+
+# -- arguments are input too (issue 17): one line, exit 2, no traceback -----------------------
+
+
+def one_line_exit_2(result: object) -> str:
+    stderr = str(result.stderr)  # type: ignore[attr-defined]
+    assert result.returncode == 2, stderr  # type: ignore[attr-defined]
+    assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1, stderr
+    return stderr
+
+
+def test_plan_out_naming_a_directory_is_bad_input(hwloc_root, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    root = hwloc_root("2pa-pcidomain32bits")
+    where = tmp_path / "plans"
+    where.mkdir()
+    said = one_line_exit_2(iotuner("advise", "--root", str(root), "--plan-out", str(where)))
+    assert f"--plan-out {where}: is a directory" in said
+    assert list(where.iterdir()) == [] and list(tmp_path.iterdir()) == [where]
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (("--link-gbps", "inf", "--rtt-ms", "10"), "--link-gbps inf: expected a number from"),
+        (("--link-gbps", "nan", "--rtt-ms", "10"), "--link-gbps nan: expected a number from"),
+        (("--link-gbps", "10", "--rtt-ms", "1e308"), "--rtt-ms 1e308: expected a number from"),
+        (("--root", ""), "--root: an empty path"),
+        (("--plan-out", ""), "--plan-out: an empty path"),
+    ],
+)
+def test_impossible_arguments_are_bad_input(args: tuple[str, ...], why: str) -> None:
+    assert why in one_line_exit_2(iotuner("advise", *args))

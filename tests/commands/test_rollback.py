@@ -22,7 +22,10 @@ SETTINGS = ("block.read_ahead_kb=loop3=4096", "net.ipv4.tcp_rmem=host=4096 87380
 
 def values(host: SysTree) -> list[object]:
     tunables = Tunables(host.root)
-    return [tunables.read("block.read_ahead_kb", "loop3"), tunables.read("net.ipv4.tcp_rmem", "h")]
+    return [
+        tunables.read("block.read_ahead_kb", "loop3"),
+        tunables.read("net.ipv4.tcp_rmem", "host"),
+    ]
 
 
 ORIGINAL = [128, (4096, 131072, 6291456)]

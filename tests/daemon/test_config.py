@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -266,3 +267,23 @@ def test_json_log_lines_are_one_object_each() -> None:
         "tuner.daemon",
         "held 3 settings",
     )
+
+
+# -- a hostile file (issue 17) -----------------------------------------------------------------
+
+
+def test_a_fifo_is_refused_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "iotuner.toml"
+    os.mkfifo(path)
+    with pytest.raises(ConfigError, match="not a regular file"):
+        load_config(path)
+
+
+def test_deep_nesting_and_huge_files_are_one_line_errors(tmp_path: Path) -> None:
+    path = tmp_path / "iotuner.toml"
+    path.write_text("[daemon]\nplan = " + "[" * 30_000 + "]" * 30_000 + "\n")
+    with pytest.raises(ConfigError, match=r"iotuner.toml:2: nested too deeply"):
+        load_config(path)
+    path.write_text("# padding\n" * 20_000)
+    with pytest.raises(ConfigError, match=r"larger than 64 KiB"):
+        load_config(path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pwd
 import selectors
@@ -54,8 +55,8 @@ def test_request_and_reply_over_a_0600_socket(tmp_path: Path) -> None:
         # The daemon made the directory: only root may even look into it.
         assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
         assert request(path, {"cmd": "status"}) == {"ok": True, "state": STATE}
-        assert request(path, {"cmd": "reload", "why": "test"})["ok"]
-        assert seen == [{"cmd": "status"}, {"cmd": "reload", "why": "test"}]
+        assert request(path, {"cmd": "reload"})["ok"]
+        assert seen == [{"cmd": "status"}, {"cmd": "reload"}]
         assert events == []
     assert not path.exists()  # close() removed it
 
@@ -269,3 +270,51 @@ def test_a_non_root_client_is_refused_by_its_uid_when_the_mode_is_wide(searchabl
     nobody = pwd.getpwnam("nobody").pw_uid
     assert refused.kind == "error" and refused.data["uid"] == nobody
     assert f"refused pid {pid} of uid {nobody}" in refused.message
+
+
+# --- hostile requests (issue 17): bounded in size, depth and time, the daemon goes on.
+
+
+def test_deeply_nested_json_is_refused_and_the_server_goes_on(tmp_path: Path) -> None:
+    # ~60 KB of nested arrays: json.loads raised RecursionError and the daemon exited.
+    path = tmp_path / "iotuner.sock"
+    handler, seen = recording({"ok": True})
+    with serving(path, handler):
+        reply = raw_exchange(path, b"[" * 30000 + b"]" * 30000 + b"\n")
+        assert b"nested deeper than 32" in reply
+        reply = raw_exchange(path, b'{"cmd": "status", "x": ' + b"[" * 40 + b"]" * 40 + b"}\n")
+        assert b"nested deeper than 32" in reply
+        assert request(path, {"cmd": "status"}) == {"ok": True}
+    assert seen == [{"cmd": "status"}]
+
+
+def test_the_size_limit_counts_the_last_chunk_too(tmp_path: Path) -> None:
+    # One write of a valid request a little over the limit, its newline in the last chunk.
+    path = tmp_path / "iotuner.sock"
+    handler, seen = recording({"ok": True})
+    line = json.dumps({"cmd": "status", "pad": "x" * (MAX_REQUEST + 1000)}).encode() + b"\n"
+    with serving(path, handler):
+        assert b"request longer than 64 KiB" in raw_exchange(path, line)
+    assert seen == []
+
+
+@pytest.mark.parametrize(
+    ("payload", "why"),
+    [
+        ({"cmd": "status", "events": "x"}, "events: expected a whole number from 0 to 1000"),
+        ({"cmd": "status", "events": 10**9}, "events: expected a whole number from 0 to 1000"),
+        ({"cmd": "status", "events": True}, "events: expected a whole number from 0 to 1000"),
+        ({"cmd": "retune", "workload": "x\ny"}, "workload: expected a workload name"),
+        ({"cmd": "reload", "extra": 1}, "unknown field 'extra' for reload"),
+        ({"cmd": 7}, "unknown command 7 (status, reload, retune)"),
+    ],
+)
+def test_requests_are_checked_by_allow_list(
+    tmp_path: Path, payload: dict[str, Any], why: str
+) -> None:
+    path = tmp_path / "iotuner.sock"
+    handler, seen = recording({"ok": True})
+    with serving(path, handler):
+        reply = request(path, payload)
+    assert reply == {"ok": False, "error": why}
+    assert seen == []

@@ -222,3 +222,56 @@ def test_rendering_is_cheap() -> None:
     for _ in range(100):
         metrics.render()
     assert (time.process_time() - started) / 100 < 0.01
+
+
+# -- hostile neighbours (issue 17) -------------------------------------------------------------
+
+
+def test_a_planted_symlink_in_the_textfile_directory_is_not_followed(tmp_path: Path) -> None:
+    # node-exporter's textfile directory may belong to another user. prometheus_client wrote
+    # through the fixed name PATH.PID.THREAD with open(): a planted link made root overwrite
+    # whatever it pointed to.
+    import os
+    import threading
+
+    victim = tmp_path / "victim"
+    victim.write_text("root's 0600 file\n")
+    victim.chmod(0o600)
+    textdir = tmp_path / "textfile"
+    textdir.mkdir()
+    path = textdir / "iotuner.prom"
+    (textdir / f"iotuner.prom.{os.getpid()}.{threading.current_thread().ident}").symlink_to(victim)
+    metrics = Metrics()
+    metrics.update(STATE)
+    assert metrics.write_textfile(path) == []
+    assert victim.read_text() == "root's 0600 file\n"
+    assert path.is_file() and not path.is_symlink()
+    assert path.stat().st_mode & 0o777 == 0o644
+    assert value(samples(path.read_text()), "iotuner_held_settings") == 3
+
+
+def test_many_silent_clients_cost_a_bounded_number_of_threads() -> None:
+    import socket
+    import threading
+
+    metrics = Metrics()
+    metrics.update(STATE)
+    assert metrics.serve("127.0.0.1", 0) == []
+    silent: list[socket.socket] = []
+    try:
+        assert metrics.address is not None
+        port = metrics.address[1]
+        before = threading.active_count()
+        for _ in range(60):
+            silent.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        time.sleep(1.0)
+        assert threading.active_count() - before <= 8, "a thread per connection"
+        # Each one is dropped within its few seconds, and a scrape gets through.
+        time.sleep(3.5)
+        silent[-1].settimeout(1)
+        assert silent[-1].recv(1) == b""
+        assert value(samples(fetch(f"http://127.0.0.1:{port}/metrics")), "iotuner_up") == 1
+    finally:
+        for sock in silent:
+            sock.close()
+        metrics.stop()

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -108,8 +111,8 @@ def start(tmp_path: Path, state: Path, loops: Loops) -> Iterator[Callable[..., R
     """
     started: list[Running] = []
 
-    def run(sections: str = "", watchdog_s: float = 2.0) -> Running:
-        sock = tmp_path / f"d{len(started)}.sock"
+    def run(sections: str = "", watchdog_s: float = 2.0, socket_dir: Path | None = None) -> Running:
+        sock = (socket_dir or tmp_path) / f"d{len(started)}.sock"
         config = tmp_path / f"iotuner-{len(started)}.toml"
         config.write_text(f'[daemon]\nsocket = "{sock}"\ndrift_interval = 1.0\n{sections}')
         notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -236,6 +239,28 @@ def test_a_client_that_is_not_root_is_refused(
     assert code == 1, said
     assert "only root" in said and str(daemon.socket) in said
     assert daemon.status().returncode == 0, "root still gets in"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to become nobody")
+def test_a_stranger_refused_by_uid_is_an_event_of_the_daemon(
+    start: Callable[..., Running],
+) -> None:
+    from tests.daemon.test_control import finish, request_as_nobody
+
+    where = Path(tempfile.mkdtemp(prefix="iotuner-svc-"))
+    try:
+        where.chmod(0o755)
+        daemon = start(socket_dir=where)
+        daemon.socket.chmod(0o666)  # an admin's mistake: the uid check holds, and is reported
+        pid, fd = request_as_nobody(daemon.socket)
+        code, message = finish(pid, fd)
+        assert code == 1, message
+        refused = wait_for("the refusal as an event", lambda: [
+            e for e in daemon.events("error") if f"refused pid {pid}" in e["message"]
+        ])  # fmt: skip
+        assert refused[0]["data"]["uid"] == pwd.getpwnam("nobody").pw_uid
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
 
 
 def _trialling(journal_path: Path, daemon_pid: int) -> bool:

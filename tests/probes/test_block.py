@@ -80,6 +80,10 @@ def test_nvme_namespace_scheduler_and_identity(tree: SysTree) -> None:
         ("noop anticipatory deadline [cfq]", "cfq", ("noop", "anticipatory", "deadline", "cfq")),
         ("noop deadline", None, ("noop", "deadline")),
         ("", None, ()),
+        # Malformed: no name is taken from a word that is not one (issue 17).
+        ("[[none] mq-deadline]]", None, ()),
+        ("[none] [mq-deadline]", None, ()),
+        ("[none] mq\x1b[31m", None, ()),
     ],
 )
 def test_parse_scheduler(text: str, active: str | None, names: tuple[str, ...]) -> None:
@@ -172,3 +176,31 @@ def test_one_dangling_link_of_two_is_named(tree: SysTree) -> None:
     (entry,) = [e for e in find_block_dirs(fs) if e.disk is None]
     assert entry.base == "sys/class/block/sda"
     assert fs.warnings == ["sys/block/sda: dangling link (../devices/gone/sda)"]
+
+
+def test_impossible_queue_values_are_warnings_not_facts(tree: SysTree) -> None:
+    sda = sata_disk(tree)
+    tree.file(f"{sda}/queue/read_ahead_kb", "-128").file(f"{sda}/size", "-1")
+    tree.file(f"{sda}/queue/logical_block_size", "0")
+    fs = HostFS(tree.root)
+    found = devices(fs)["sda"]
+    assert found.queue is not None
+    assert (found.queue.read_ahead_kb, found.queue.logical_block_size) == (None, None)
+    assert found.size_bytes is None
+    assert sorted(fs.warnings) == [
+        "sys/block/sda/queue/logical_block_size: 0 is implausible (expected 512 to 65536); ignored",
+        "sys/block/sda/queue/read_ahead_kb: -128 is implausible (expected 0 to 4294967295); "
+        "ignored",
+        "sys/block/sda/size: -1 is implausible (expected 0 to 18014398509481984); ignored",
+    ]
+
+
+def test_a_malformed_scheduler_line_warns(tree: SysTree) -> None:
+    sda = sata_disk(tree)
+    tree.file(f"{sda}/queue/scheduler", "[[none] mq-deadline]]")
+    fs = HostFS(tree.root)
+    queue = devices(fs)["sda"].queue
+    assert queue is not None and (queue.scheduler, queue.schedulers) == (None, ())
+    assert fs.warnings == [
+        "sys/block/sda/queue/scheduler: expected scheduler names, got '[[none] mq-deadline]]'"
+    ]

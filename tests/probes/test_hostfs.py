@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import os
 
-from probes.hostfs import HostFS, parse_cpulist, parse_cpumask, read_cpulist
+import pytest
+
+from probes.hostfs import (
+    MAX_CPUS,
+    MAX_FILE_BYTES,
+    HostFS,
+    parse_cpulist,
+    parse_cpumask,
+    read_cpulist,
+)
 from tests.sysfs_tree import SysTree
 
 
@@ -69,3 +78,72 @@ def test_malformed_cpulist_warns(tree: SysTree) -> None:
     fs = HostFS(tree.root)
     assert read_cpulist(fs, "sys/devices/system/cpu/online") is None
     assert "expected a CPU list" in fs.warnings[0]
+
+
+# -- hostile trees (issue 17): readers that cannot be stalled or blown up --------------------
+
+
+def test_a_fifo_where_a_file_should_be_is_a_warning_not_a_hang(tree: SysTree) -> None:
+    tree.dir("sys/block/sda/queue")
+    os.mkfifo(tree.root / "sys/block/sda/queue/read_ahead_kb")
+    fs = HostFS(tree.root)
+    assert fs.read("sys/block/sda/queue/read_ahead_kb") is None
+    assert fs.warnings == ["sys/block/sda/queue/read_ahead_kb: not a regular file"]
+
+
+def test_a_file_larger_than_any_kernel_file_is_not_read(tree: SysTree) -> None:
+    tree.dir("proc")
+    with open(tree.root / "proc/interrupts", "wb") as out:
+        out.truncate(MAX_FILE_BYTES + 1)
+    fs = HostFS(tree.root)
+    assert fs.read("proc/interrupts") is None
+    assert fs.warnings == [f"proc/interrupts: larger than {MAX_FILE_BYTES} bytes; not read"]
+
+
+def test_nul_and_newline_endings_are_tolerated(tree: SysTree) -> None:
+    # hwloc's 128arm capture: every node's cpulist ends in "\n\0".
+    tree.dir("sys/devices/system/node/node0")
+    (tree.root / "sys/devices/system/node/node0/cpulist").write_bytes(b"0-31\n\0")
+    fs = HostFS(tree.root)
+    assert read_cpulist(fs, "sys/devices/system/node/node0/cpulist") == tuple(range(32))
+    assert fs.warnings == []
+
+
+@pytest.mark.parametrize(
+    "text", ["0-4294967295", "4294967295", "0-65536", "70000", "0-99999999999999999999"]
+)
+def test_cpu_lists_beyond_any_machine_are_malformed_not_memory_errors(text: str) -> None:
+    with pytest.raises(ValueError, match="beyond"):
+        parse_cpulist(text)
+
+
+def test_cpu_lists_take_ascii_digits_and_the_kernels_group_syntax() -> None:
+    for text in ("²", "٣", "1_0", "+1", "0-²", "1 2"):
+        with pytest.raises(ValueError):
+            parse_cpulist(text)
+    assert parse_cpulist("0-7:2/4") == (0, 1, 4, 5)
+    assert parse_cpulist("8-11,0-1") == (0, 1, 8, 9, 10, 11)
+
+
+def test_cpu_masks_are_bounded_and_hex_only() -> None:
+    with pytest.raises(ValueError, match="beyond"):
+        parse_cpumask(",".join(["ffffffff"] * (MAX_CPUS // 32 + 1)))
+    with pytest.raises(ValueError):
+        parse_cpumask("0000,00zz")
+
+
+def test_integers_are_ascii_and_within_the_callers_range(tree: SysTree) -> None:
+    tree.file("sys/a", "²").file("sys/b", "-128").file("sys/c", "18446744073709551615")
+    tree.file("sys/d", "1_000").file("sys/e", "0x1f")
+    fs = HostFS(tree.root)
+    assert fs.read_int("sys/a") is None
+    assert fs.read_int("sys/b", low=0) is None
+    assert fs.read_int("sys/c", low=-1, high=1023) is None
+    assert fs.read_int("sys/d") is None
+    assert fs.read_int("sys/e") == 0x1F
+    assert fs.warnings == [
+        "sys/a: expected an integer, got '²'",
+        "sys/b: -128 is implausible (expected 0 or more); ignored",
+        "sys/c: 18446744073709551615 is implausible (expected -1 to 1023); ignored",
+        "sys/d: expected an integer, got '1_000'",
+    ]

@@ -67,3 +67,16 @@ def test_msi_chip_address() -> None:
     assert msi_chip_address("IR-PCI-MSI-10000:00:04.0") == "10000:00:04.0"
     assert msi_chip_address("PCI-MSI-edge") is None
     assert msi_chip_address(None) is None
+
+
+def test_a_header_naming_an_absurd_cpu_is_refused_not_allocated() -> None:
+    lines, problems = parse_interrupts("CPU0 CPU99999999\n 9: 1 2 IO-APIC 9-fasteoi acpi\n")
+    assert lines == []
+    assert problems == ["CPU header names CPU 99999999, beyond 65535"]
+
+
+def test_unicode_digits_are_not_interrupt_numbers_or_counts() -> None:
+    text = "CPU0\n ²: 1 IO-APIC x\n 9: ٣ IO-APIC y\n 10: 4 IO-APIC z\n"
+    lines, problems = parse_interrupts(text)
+    assert [(line.irq, line.counts) for line in lines] == [(10, (4,))]
+    assert len(problems) == 2

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from probes.hostfs import HostFS
-from probes.numa import probe_numa
+from probes.numa import online_cpus, probe_numa
 from tests.sysfs_tree import SysTree
 
 NODE = "sys/devices/system/node"
@@ -60,3 +60,30 @@ def test_malformed_cpulist_and_distance_warn_without_failing(tree: SysTree) -> N
     assert nodes[0].distances == ()
     assert any(w.startswith(f"{NODE}/node1/cpulist") for w in fs.warnings)
     assert any(w.startswith(f"{NODE}/node0/distance") for w in fs.warnings)
+
+
+def test_offline_cpus_are_not_in_any_node(tree: SysTree) -> None:
+    # Offline CPUs stay in the node's cpulist on some kernels; cpuN/online says 0 for them,
+    # and a capture may lack cpu/online altogether (hwloc's 16em64t-4s2c2t-offlines).
+    two_nodes(tree)
+    for cpu in range(8):
+        tree.file(f"sys/devices/system/cpu/cpu{cpu}/online", 0 if cpu in (2, 5) else 1)
+    fs = HostFS(tree.root)
+    assert online_cpus(fs) == (0, 1, 3, 4, 6, 7)
+    assert [n.cpus for n in probe_numa(fs)] == [(0, 1, 3), (4, 6, 7)]
+
+
+def test_cpus_outside_the_online_list_are_not_in_any_node(tree: SysTree) -> None:
+    two_nodes(tree).file("sys/devices/system/cpu/online", "0-2,4-6")
+    assert [n.cpus for n in probe_numa(HostFS(tree.root))] == [(0, 1, 2), (4, 5, 6)]
+
+
+def test_cpulists_ending_in_newline_and_nul_keep_their_cpus(tree: SysTree) -> None:
+    for node, cpus in ((0, "0-31"), (1, "32-63")):
+        tree.dir(f"{NODE}/node{node}")
+        (tree.root / f"{NODE}/node{node}/cpulist").write_bytes(f"{cpus}\n\0".encode())
+    tree.dir("sys/devices/system/cpu")
+    (tree.root / "sys/devices/system/cpu/online").write_bytes(b"0-63\n\0")
+    fs = HostFS(tree.root)
+    assert [n.cpus for n in probe_numa(fs)] == [tuple(range(32)), tuple(range(32, 64))]
+    assert fs.warnings == []

@@ -201,7 +201,14 @@ def test_dangling_bus_link_is_skipped_with_a_warning(tree: SysTree) -> None:
 
 @pytest.mark.parametrize(
     ("attr", "value"),
-    [("class", "banana"), ("class", "0x1234567"), ("numa_node", "two"), ("numa_node", "-7")],
+    [
+        ("class", "banana"),
+        ("class", "0x1234567"),
+        ("numa_node", "two"),
+        ("numa_node", "-7"),
+        ("numa_node", str(2**64 - 1)),
+        ("numa_node", "²"),
+    ],
 )
 def test_malformed_attribute_warns_naming_the_file(tree: SysTree, attr: str, value: str) -> None:
     add_function(tree, HBA, {attr: value})

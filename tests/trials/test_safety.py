@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import pwd
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from tests.trials.conftest import Loops
 from tuner.errors import BadInput
-from tuner.trials.safety import check_disposable
+from tuner.trials.safety import check_disposable, check_scratch_directory, exclusive_writes
 
 pytestmark = pytest.mark.lab
 
@@ -74,3 +78,47 @@ def test_a_device_under_another_loop_device_is_refused(loops: Loops) -> None:
 def test_what_is_not_a_block_device_is_refused() -> None:
     with pytest.raises(BadInput, match=r"^/dev/null: not a block device$"):
         check_disposable("/dev/null")
+
+
+# -- the host changes while a tune runs (issue 17) ---------------------------------------------
+
+
+def test_a_write_trial_holds_the_device_exclusively(loops: Loops) -> None:
+    device = loops.loop(64 << 20)
+    with exclusive_writes(device):
+        with pytest.raises(OSError) as caught:
+            os.close(os.open(device, os.O_RDONLY | os.O_EXCL))
+        assert caught.value.errno == errno.EBUSY
+        done = subprocess.run(["mkfs.ext4", "-q", "-F", device], capture_output=True, text=True)
+        assert done.returncode != 0, "no file system can be made on it during the trial"
+        with open(device, "rb") as plain:  # fio's own, non-exclusive, opens go through
+            assert len(plain.read(4096)) == 4096
+    os.close(os.open(device, os.O_RDONLY | os.O_EXCL))  # released after
+
+
+def test_each_write_trial_checks_the_device_again(loops: Loops) -> None:
+    from tuner.rulebase import load_rule_base
+    from tuner.trials import TrialTarget, run_trial
+
+    device = loops.loop(64 << 20)
+    target = TrialTarget.device(device, destroy_data=True)
+    write = {w.name: w for w in load_rule_base().workloads}["random-write"]
+    run_trial(target, write, runtime_s=0.5, ramp_s=0)
+    subprocess.run(["mkfs.ext4", "-q", "-F", device], check=True)  # someone put data there
+    with pytest.raises(BadInput, match="holds ext4"):
+        run_trial(target, write, runtime_s=0.5, ramp_s=0)
+    assert "ext4" in subprocess.run(["blkid", "-p", device], capture_output=True, text=True).stdout
+
+
+def test_scratch_files_go_only_where_nobody_else_can_swap_them(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(BadInput, match=r"writable by others \(mode 0777\)"):
+        check_scratch_directory(shared)
+    shared.chmod(0o1777)  # sticky: nobody else may rename or remove what is ours
+    check_scratch_directory(shared)
+    if os.geteuid() == 0:
+        os.chown(shared, pwd.getpwnam("nobody").pw_uid, -1)
+        with pytest.raises(BadInput, match="owned by uid"):
+            check_scratch_directory(shared)

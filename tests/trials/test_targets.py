@@ -50,19 +50,24 @@ def test_the_scratch_file_is_written_once_then_removed(loops: Loops) -> None:
     with TrialTarget.scratch(point, 16 << 20) as target:
         path = Path(target.path)
         assert path.name == f"iotuner-scratch-{os.getpid()}.dat"
+        # In a private directory of an unpredictable name: nothing can be planted there.
+        private = Path(target.directory or "")
+        assert private.parent == point and path.parent == private
+        assert private.name.startswith(f"iotuner-scratch-{os.getpid()}-")
+        assert private.stat().st_mode & 0o777 == 0o700
         assert target.writable and target.is_scratch and target.size_bytes == 16 << 20
         assert target.devices == (loops.devices[-1].removeprefix("/dev/"),)
         st = path.stat()
         assert st.st_size == 16 << 20 and st.st_blocks * 512 >= 16 << 20
         assert path.read_bytes()[:4096] != bytes(4096)  # real data, not unwritten extents
-    assert not path.exists()
+    assert not path.exists() and sorted(p.name for p in point.iterdir()) == ["lost+found"]
 
 
 @pytest.mark.lab
 def test_the_scratch_file_is_removed_when_the_trial_fails(loops: Loops) -> None:
     point = loops.mkfs_mount(loops.loop(128 << 20))
     with pytest.raises(RuntimeError), TrialTarget.scratch(point, 8 << 20) as target:
-        (point / f"{target.scratch_prefix}.fio.0.0").write_bytes(b"x")  # as fio lays out
+        (Path(target.directory or "") / f"{target.scratch_prefix}.fio.0.0").write_bytes(b"x")
         raise RuntimeError("trial failed")
     assert sorted(p.name for p in point.iterdir()) == ["lost+found"]
 

@@ -70,7 +70,8 @@ def test_a_small_files_trial_lays_out_reads_and_removes_its_files(loops: Loops) 
     few = replace(WORKLOADS["small-files"], fio={**WORKLOADS["small-files"].fio, "nrfiles": 16})
     with TrialTarget.scratch(point, 8 << 20) as target:
         result = run_trial(target, few, None, 2, 1)
-        assert len(list(point.glob(f"{target.scratch_prefix}.fio.*"))) == 4 * 16
+        files = Path(target.directory or "").glob(f"{target.scratch_prefix}.fio.*")
+        assert len(list(files)) == 4 * 16
     # Over many files a job makes one pass (fio hangs with time_based there): 4 MiB is read
     # within the ramp, which the trial says rather than report a figure of nothing.
     assert result.flagged == (

@@ -3,6 +3,7 @@ plan, passes once it does, and each failure names the setting or file at fault."
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -274,3 +275,13 @@ def test_remote_hosts_through_ansible(tmp_path: Path) -> None:
         ("ansible://web1", gone.path, False), ("ansible://web1", there.path, True),
         ("ansible://web2", gone.path, False), ("ansible://web2", there.path, True),
     ]  # fmt: skip
+
+
+def test_a_title_cannot_break_out_of_the_docstring() -> None:
+    # The title is the plan's path, and a path may hold anything but "/" and NUL.
+    for title in ('p"""\nimport os\nos.system("id")\n"""', "p\\N{x}.yaml", "p\\x.yaml", 'a\\"""'):
+        source = suite_source((), title=title)
+        tree = ast.parse(source)
+        assert [type(node).__name__ for node in tree.body[:1]] == ["Expr"]  # the docstring
+        assert not any(isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "system"
+                       for n in ast.walk(tree))  # fmt: skip

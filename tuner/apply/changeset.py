@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tuner.apply.render import Rendered
+from tuner.apply.render import MANAGED_FILES, Rendered
 from tuner.journal import Journal, now
 from tuner.tunables.access import Saved, Tunables, as_value
 from tuner.tunables.base import TunableError, Value
@@ -222,7 +222,11 @@ def undo(journal: Journal, apply_id: int) -> list[str]:
 
 
 def restore_file(saved: SavedFile) -> bool:
-    """Make a path what it was; True when something had to change."""
+    """Make a path what it was; True when something had to change. Only the files apply
+    manages (MANAGED_FILES below some root): PermissionError for any other path a journal
+    names."""
+    if not any(saved.path.endswith(f"/{rel}") for rel in MANAGED_FILES):
+        raise PermissionError(1, "not a file iotuner apply manages", saved.path)
     if saved == save_file(saved.path):
         return False
     path = Path(saved.path)

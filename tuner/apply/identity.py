@@ -8,6 +8,7 @@ so a captured tree or a host without udevd still gives an identity where the har
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +17,9 @@ from tuner.errors import BadInput
 
 # Strongest first: a WWN names the medium, a serial the drive, a path only the slot it sits in.
 _UDEV_KEYS = (("wwn", "ID_WWN"), ("serial", "ID_SERIAL"), ("path", "ID_PATH"))
+_UDEV_EXACT = re.compile(r"[A-Za-z0-9 ._:/+,=@~#-]{1,1024}")
+"""What a udev match value may hold and still match only itself: udev unescapes nothing but
+\\", reads * ? [ ] as a glob and | as alternatives, and a rule is one line."""
 
 
 class NoIdentity(BadInput):
@@ -30,8 +34,9 @@ class Identity:
     value: str
 
     def udev_match(self) -> str:
-        """The udev rule's match clause for this identity."""
-        value = self.value.replace("\\", "\\\\").replace('"', '\\"')
+        """The udev rule's match clause for this identity; NoIdentity when udev could not
+        match the value exactly (see `exact`)."""
+        value = self.exact()
         match self.kind:
             case "wwn":
                 return f'ENV{{ID_WWN}}=="{value}"'
@@ -46,6 +51,15 @@ class Identity:
             case "mac":
                 return f'ATTR{{address}}=="{value}"'
         raise ValueError(f"unknown identity kind {self.kind!r}")
+
+    def exact(self) -> str:
+        """The value, when a udev rule can match it exactly; NoIdentity otherwise."""
+        if not _UDEV_EXACT.fullmatch(self.value):
+            raise NoIdentity(
+                f"its {self.kind} {self.value[:60]!r} holds a quote, a backslash, a control "
+                "character or one of * ? [ ] |: a udev rule cannot match it exactly"
+            )
+        return self.value
 
     def __str__(self) -> str:
         return f"{self.kind} {self.value}"
@@ -90,12 +104,21 @@ def identify(root: Path, device: str) -> Identity:
                 f"{name}: no WWN, serial, by-path or loop backing file to match it by; "
                 "a rule for its kernel name would follow whatever disk gets that name next"
             )
+        try:
+            found.exact()
+        except NoIdentity as err:
+            raise NoIdentity(f"{name}: {err}") from None
         return found
     if fs.exists(f"sys/class/net/{name}"):
         mac = fs.read(f"sys/class/net/{name}/address")
         if not mac or mac == "00:00:00:00:00:00":
             raise NoIdentity(f"{name}: the interface has no MAC address to match it by")
-        return Identity("mac", mac)
+        identity = Identity("mac", mac)
+        try:
+            identity.exact()
+        except NoIdentity as err:
+            raise NoIdentity(f"{name}: {err}") from None
+        return identity
     raise BadInput(f"{name}: no such block device or network interface")
 
 

@@ -7,10 +7,17 @@ iotuner_apply) writes what this renders; `iotuner verify` checks it; the journal
 A plan is the whole of what iotuner wants on a host, so every managed file is always listed:
 one this plan does not need has content None and is removed, and an older plan's rules for a
 disk the new plan leaves alone do not linger.
+
+Rendering is safe by construction: the plan is checked field by field first (tuner/plan.py
+check_plan: header fields and targets by pattern), every value by its tunable, identities are
+refused where a udev rule could not match them exactly (tuner/apply/identity.py), the header
+comment is checked again for the one-line form `#` comments need, and the boot unit's
+arguments are quoted for systemd (`unit_argument`).
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
@@ -19,7 +26,7 @@ from typing import Any
 
 from tuner.apply.identity import Identity, identify
 from tuner.errors import BadInput
-from tuner.plan import Plan
+from tuner.plan import Plan, check_plan
 from tuner.tunables.access import Tunables, format_value
 from tuner.tunables.base import TunableError, Value
 from tuner.tunables.block import BlockTunable
@@ -86,6 +93,7 @@ def render(
     BadInput (exit 2) names the first bad entry: an unknown tunable, a target that is not
     here, a value the kernel would refuse, a device with no stable identity.
     """
+    check_plan(plan, plan_path)
     tunables = Tunables(root)
     order = sorted(range(len(plan.entries)), key=lambda i: apply_rank(plan.entries[i].key))
     batch = {(e.key, _target(tunables, e.key, e.target)) for e in plan.entries}
@@ -154,9 +162,32 @@ def setting_path(tunables: Tunables, key: str, target: str) -> str:
 def _header(plan: Plan) -> str:
     what = f"an iotuner {plan.source} plan for {plan.host} ({plan.created}"
     what += f", workload {plan.workload})" if plan.workload else ")"
-    return (
-        f"# Written by iotuner apply from {what}.\n# `iotuner rollback` puts back what was here.\n"
+    return f"{_comment(f'Written by iotuner apply from {what}.')}" + (
+        "# `iotuner rollback` puts back what was here.\n"
     )
+
+
+def _comment(text: str) -> str:
+    """One `#` comment line, for udev rules, sysctl.d and unit files alike; ValueError for
+    text that is not one printable line (check_plan lets none through)."""
+    if not (text.isascii() and text.isprintable()):
+        raise ValueError(f"not one printable line: {text[:60]!r}")
+    return f"# {text}\n"
+
+
+_UNIT_PLAIN = re.compile(r"[A-Za-z0-9_.:@=,/+-]+")
+
+
+def unit_argument(text: str) -> str:
+    """One argument of a systemd Exec line: plain when it can be, else double-quoted with
+    systemd's escapes; "%" is doubled (a specifier) and "$" too (a variable) either way.
+    ValueError for a control character, which no argument iotuner writes holds."""
+    if not (text.isascii() and text.isprintable()):
+        raise ValueError(f"not a printable argument: {text[:60]!r}")
+    if _UNIT_PLAIN.fullmatch(text):
+        return text
+    quoted = text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$")
+    return f'"{quoted}"'
 
 
 def _files(
@@ -220,7 +251,7 @@ def _boot_unit(settings: list[LiveSetting]) -> str | None:
     """A oneshot unit for what neither udev nor sysctl.d can hold, resolved again at boot."""
     if not settings:
         return None
-    args = " ".join(f"{s.key}@{s.target}={s.value}" for s in settings)
+    args = " ".join(unit_argument(f"{s.key}@{s.target}={format_value(s.value)}") for s in settings)
     return (
         "[Unit]\n"
         "Description=iotuner settings udev and sysctl.d cannot hold (IRQ affinity, governor)\n"
@@ -228,7 +259,7 @@ def _boot_unit(settings: list[LiveSetting]) -> str | None:
         "[Service]\n"
         "Type=oneshot\n"
         "RemainAfterExit=yes\n"
-        f"ExecStart={sys.executable} -m tuner.apply.boot {args}\n\n"
+        f"ExecStart={unit_argument(sys.executable)} -m tuner.apply.boot {args}\n\n"
         "[Install]\n"
         "WantedBy=multi-user.target\n"
     )

@@ -23,8 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 import tuner
-from tuner.errors import IotunerError
+from tuner.errors import BadInput, IotunerError
 from tuner.resources import playbooks_dir
 from tuner.state import state_dir, state_path
 
@@ -181,6 +183,45 @@ def environment(state: Path, base: Mapping[str, str] | None = None) -> dict[str,
     return env
 
 
+class _Unsafe(str):
+    """A value Ansible must take as it is: written `!unsafe "..."`."""
+
+
+class _UnsafeDumper(yaml.SafeDumper):
+    """SafeDumper that writes _Unsafe strings with Ansible's !unsafe tag."""
+
+
+_UnsafeDumper.add_representer(
+    _Unsafe, lambda dumper, text: dumper.represent_scalar("!unsafe", str(text), style='"')
+)
+
+
+def extra_vars_file(state: Path, extra: Mapping[str, str]) -> Path:
+    """Write the play's variables to `state`/ansible/vars.yml, every value marked !unsafe.
+
+    Ansible evaluates {{ }} in the variables it is given: a plan named
+    `p{{ lookup('pipe', ...) }}.yaml` would run a command as root. Passed as data in a file,
+    with each string !unsafe, a path is only ever a path.
+    """
+    work = state / "ansible"
+    work.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = work / "vars.yml"
+    text = "# Written by iotuner for `iotuner apply`; rewritten every run.\n" + yaml.dump(
+        {name: _Unsafe(value) for name, value in extra.items()},
+        Dumper=_UnsafeDumper,
+        sort_keys=False,
+        allow_unicode=False,
+        width=2**16,
+    )
+    temp = work / f".vars.yml.{os.getpid()}"
+    temp.unlink(missing_ok=True)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(text)
+    os.replace(temp, path)
+    return path
+
+
 def apply_command(
     plan: Path,
     *,
@@ -191,7 +232,8 @@ def apply_command(
     state: Path,
     playbook: str = PLAYBOOK,
 ) -> list[str]:
-    """The ansible-playbook command line that applies `plan` to this host."""
+    """The ansible-playbook command line that applies `plan` to this host; its variables go in
+    a file in the state directory (`extra_vars_file`), never on the command line."""
     extra = {
         "iotuner_plan": str(plan.resolve()),
         "iotuner_conf_root": str(conf_root.resolve()),
@@ -199,8 +241,14 @@ def apply_command(
         "iotuner_state_dir": str(state),
         "ansible_python_interpreter": sys.executable,
     }
+    for name, value in extra.items():
+        # Ansible's path options (copy's dest, file's path) expand $VAR wherever they appear.
+        if "$" in value or not value.isprintable():
+            raise BadInput(f"{value[:80]!r}: a path for {name} must not hold '$' or a control "
+                           "character (Ansible would expand or mangle it)")  # fmt: skip
+    variables = extra_vars_file(state, extra)
     command = [ansible_playbook(), "-i", "localhost,", "-c", "local",
-               str(playbooks_dir() / playbook), "-e", json.dumps(extra)]  # fmt: skip
+               str(playbooks_dir() / playbook), "-e", f"@{variables}"]  # fmt: skip
     if check:
         command.append("--check")
     if diff:

@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from probes.hostfs import digits
 from tuner.topology import (
     BlockDevice,
     NumaNode,
@@ -42,7 +43,7 @@ class Group:
 def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
     """Sort key putting loop9 before loop10 and sdb before sdc."""
     parts = re.split(r"(\d+)", name)
-    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in parts if p)
+    return tuple((0, int(p)) if digits(p) else (1, p) for p in parts if p)
 
 
 def default_devices(topology: Topology) -> tuple[str, ...]:

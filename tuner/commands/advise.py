@@ -13,6 +13,7 @@ from rich.console import Console
 
 from probes.host import probe_host
 from probes.hostfs import HostFS
+from tuner.arguments import number_value, path_value
 from tuner.codec import encode
 from tuner.errors import BadInput
 from tuner.facts import collect
@@ -37,7 +38,11 @@ DEFAULT_WORKLOAD = "stream-read"
 
 def advise(
     root: Annotated[
-        Path, typer.Option(help="Root to probe: a directory, or a capture made by probe --gather.")
+        Path,
+        typer.Option(
+            help="Root to probe: a directory, or a capture made by probe --gather.",
+            parser=path_value("--root"),
+        ),
     ] = Path("/"),
     workload: Annotated[
         str,
@@ -48,13 +53,25 @@ def advise(
         bool, typer.Option(help="Also list the rules that did not fire, and why.")
     ] = False,
     link_gbps: Annotated[
-        float | None, typer.Option(help="Network path rate, Gb/s (for socket buffers).", min=0.001)
+        float | None,
+        typer.Option(
+            help="Network path rate, Gb/s (for socket buffers).",
+            parser=number_value("--link-gbps", 0.001, 100_000),
+        ),
     ] = None,
     rtt_ms: Annotated[
-        float | None, typer.Option(help="Network round-trip time, ms (for socket buffers).", min=0)
+        float | None,
+        typer.Option(
+            help="Network round-trip time, ms (for socket buffers).",
+            parser=number_value("--rtt-ms", 0, 1_000_000),
+        ),
     ] = None,
     plan_out: Annotated[
-        Path | None, typer.Option(help="Write the recommended settings as a plan (YAML).")
+        Path | None,
+        typer.Option(
+            help="Write the recommended settings as a plan (YAML).",
+            parser=path_value("--plan-out"),
+        ),
     ] = None,
     rules: Annotated[
         Path | None, typer.Option(help="Use the rules in this directory instead.", hidden=True)
@@ -69,6 +86,8 @@ def advise(
     check_workload(base, workload)
     if plan_out is not None and not plan_out.parent.is_dir():
         raise BadInput(f"--plan-out {plan_out}: directory {plan_out.parent} does not exist")
+    if plan_out is not None and plan_out.is_dir():
+        raise BadInput(f"--plan-out {plan_out}: is a directory; name the plan file to write")
     with ExitStack() as stack:
         fs = HostFS(open_root(root, stack))
         topology = probe_host(fs)

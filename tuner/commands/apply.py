@@ -199,13 +199,14 @@ def _validate(plan: Path, conf_root: Path) -> Plan:
 def _show(console: Console, plan: Path, result: Outcome, diffs: list[tuple[str, str]],
           check: bool) -> None:  # fmt: skip
     title = f"iotuner apply {plan}" + (" (check mode: nothing is changed)" if check else "")
-    table = Table(title=title, title_justify="left")
+    table = Table(title=Text(title), title_justify="left")
     table.add_column("setting / file", overflow="fold")
     for column in ("target", "before -> after", "result"):
         table.add_column(column)
     for row in result.rows:
         change = row.before if row.before == row.after else f"{row.before} -> {row.after}"
-        table.add_row(row.name, row.target, change,
+        # Cells as Text, not markup: a file's path or a value read from the host is shown as is.
+        table.add_row(Text(row.name), Text(row.target), Text(str(change)),
                       Text(row.status, style=_STYLES.get(row.status, "")))  # fmt: skip
     console.print(table)
     for name, text in diffs:

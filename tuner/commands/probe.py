@@ -16,6 +16,7 @@ from rich.text import Text
 from probes.gather import write_capture
 from probes.host import probe_host
 from probes.hostfs import HostFS
+from tuner.arguments import path_value
 from tuner.errors import BadInput
 from tuner.host_root import open_root
 from tuner.probe_warnings import summarise
@@ -46,7 +47,11 @@ SECTION_KEYS = {
 
 def probe(
     root: Annotated[
-        Path, typer.Option(help="Root to probe: a directory, or a capture made by --gather.")
+        Path,
+        typer.Option(
+            help="Root to probe: a directory, or a capture made by --gather.",
+            parser=path_value("--root"),
+        ),
     ] = Path("/"),
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the topology as a JSON document.")

@@ -10,15 +10,22 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from tuner.arguments import path_value
 from tuner.errors import BadInput
 
 DEFAULT_OUT = Path("iotuner-report.html")
 
 
 def report(
-    out: Annotated[Path, typer.Option(help="Where to write the HTML page.")] = DEFAULT_OUT,
+    out: Annotated[
+        Path, typer.Option(help="Where to write the HTML page.", parser=path_value("--out"))
+    ] = DEFAULT_OUT,
     root: Annotated[
-        Path, typer.Option(help="Root to probe: a directory, or a capture made by probe --gather.")
+        Path,
+        typer.Option(
+            help="Root to probe: a directory, or a capture made by probe --gather.",
+            parser=path_value("--root"),
+        ),
     ] = Path("/"),
     workload: Annotated[
         str, typer.Option(help="The workload the findings are for (as in advise).")

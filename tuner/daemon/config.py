@@ -12,7 +12,9 @@ checks a file (exit 0, or the line on stderr and exit 2); the Ansible role valid
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
+import stat
 import sys
 import tomllib
 from collections.abc import Callable, Mapping
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from probes.hostfs import digits
 from tuner.errors import BadInput
 
 DEFAULT_PATH = Path("/etc/iotuner/iotuner.toml")
@@ -27,6 +30,8 @@ DEFAULT_SOCKET = Path("/run/iotuner/iotuner.sock")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 MIN_BUDGET = 3
 """tune's smallest trial budget: a baseline, one candidate and the confirming re-measure."""
+MAX_CONFIG_BYTES = 64 * 1024
+"""A configuration is a few hundred bytes."""
 _SOCKET_PATH_MAX = 107
 """sun_path holds 108 bytes with the terminating NUL."""
 _KERNEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]*")
@@ -229,7 +234,7 @@ def _listen(value: Any) -> tuple[str, int] | None:
         raise _Invalid(f"{host!r} is not an IP address (use 127.0.0.1 or ::1)") from None
     if not address.is_loopback:
         raise _Invalid(f"{host} is not a loopback address: metrics are served on loopback only")
-    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+    if not digits(port_text) or not 1 <= int(port_text) <= 65535:
         raise _Invalid(f"port must be 1 to 65535, not {port_text!r}")
     return str(address), int(port_text)
 
@@ -266,12 +271,7 @@ def load_config(path: Path | None) -> DaemonConfig:
         if not DEFAULT_PATH.exists():
             return DaemonConfig()
         path = DEFAULT_PATH
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such configuration file") from None
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot read: {err.strerror or err}") from None
+    raw = _read_bounded(path)
     try:
         text = raw.decode()
     except UnicodeDecodeError as err:
@@ -281,7 +281,29 @@ def load_config(path: Path | None) -> DaemonConfig:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(_syntax_error(path, text, str(err))) from None
+    except RecursionError:  # tomllib recurses into nested arrays and inline tables
+        line = next((n for n, t in enumerate(text.splitlines(), 1) if "[[[" in t), 1)
+        raise ConfigError(f"{path}:{line}: nested too deeply") from None
     return _build(document, path, text)
+
+
+def _read_bounded(path: Path) -> bytes:
+    """The file's bytes: a regular file of at most MAX_CONFIG_BYTES (a FIFO would block)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such configuration file") from None
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read: {err.strerror or err}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(f"{path}: cannot read: not a regular file")
+        raw = os.read(fd, MAX_CONFIG_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES // 1024} KiB: not a config")
+    return raw
 
 
 def _syntax_error(path: Path, text: str, message: str) -> str:

@@ -7,7 +7,9 @@
 The file mode is the gate: the socket is born 0600 (bound under a umask, so it is never wider)
 and only root can connect. SO_PEERCRED is checked as well, in case someone widens the mode.
 A connection is served in full within CLIENT_SECONDS: a client that stalls is dropped, so it
-can delay the daemon's loop by about a second at most.
+can delay the daemon's loop by about a second at most. A request is bounded in size
+(MAX_REQUEST, the whole line) and nesting (MAX_DEPTH, checked before json.loads, which would
+recurse) and checked against REQUESTS, the commands and their fields, before the handler sees it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import errno
 import json
 import logging
 import os
+import re
 import socket
 import stat
 import struct
@@ -34,6 +37,29 @@ MAX_REPLY = 16 * 1024 * 1024
 """Bytes the client reads at most (a status with every event is far below)."""
 CLIENT_SECONDS = 1.0
 """How long the daemon gives one connection, from accept to the reply sent."""
+MAX_DEPTH = 32
+"""Nesting a request may have; requests are flat objects."""
+_WORKLOAD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+@ -]{0,127}")
+
+
+def _events_field(value: object) -> str | None:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 1000:
+        return None
+    return "expected a whole number from 0 to 1000"
+
+
+def _workload_field(value: object) -> str | None:
+    if value is None or (isinstance(value, str) and _WORKLOAD.fullmatch(value)):
+        return None
+    return "expected a workload name"
+
+
+REQUESTS: dict[str, dict[str, Callable[[object], str | None]]] = {
+    "status": {"events": _events_field},
+    "reload": {},
+    "retune": {"workload": _workload_field},
+}
+"""The commands a client may send and, per command, the fields it may carry with their checks."""
 DENIED = "permission denied: only root may talk to the daemon"
 
 log = logging.getLogger("iotuner.daemon")
@@ -102,8 +128,8 @@ class ControlServer:
                     )
                 ]
             request = _read_request(conn, deadline)
-            if "error" in request and "cmd" not in request:
-                reply: dict[str, Any] = {"ok": False, "error": request["error"]}
+            if isinstance(request, str):
+                reply: dict[str, Any] = {"ok": False, "error": request}
             else:
                 reply = self._answer(request)
             _send(conn, reply, deadline)
@@ -250,38 +276,80 @@ def _read_line(sock: socket.socket, deadline: float, limit: int) -> bytes:
         if not chunk:
             return b"".join(chunks)
         end = chunk.find(b"\n")
-        if end >= 0:
-            chunks.append(chunk[:end])
-            return b"".join(chunks)
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > limit:
+        part = chunk if end < 0 else chunk[:end]
+        size += len(part)
+        if size > limit:  # the line so far, the part before the newline included
             raise _TooLongError
+        chunks.append(part)
+        if end >= 0:
+            return b"".join(chunks)
 
 
 class _TooLongError(Exception):
     """A line beyond its limit."""
 
 
-def _read_request(conn: socket.socket, deadline: float) -> dict[str, Any]:
-    """The request object, or {"error": why} when there is none to answer."""
+def _read_request(conn: socket.socket, deadline: float) -> dict[str, Any] | str:
+    """The request object, checked against REQUESTS; or why there is none to answer."""
     try:
         data = _read_line(conn, deadline, MAX_REQUEST)
     except TimeoutError:
-        return {"error": f"no request line within {CLIENT_SECONDS:g} s"}
+        return f"no request line within {CLIENT_SECONDS:g} s"
     except _TooLongError:
-        return {"error": f"request longer than {MAX_REQUEST // 1024} KiB"}
+        return f"request longer than {MAX_REQUEST // 1024} KiB"
     except OSError as err:
-        return {"error": f"cannot read the request: {err.strerror or err}"}
+        return f"cannot read the request: {err.strerror or err}"
+    if _depth(data) > MAX_DEPTH:
+        return f"the request is nested deeper than {MAX_DEPTH}"
     try:
         found = json.loads(data)
-    except ValueError:
-        return {"error": "the request is not a JSON line"}
+    except (ValueError, RecursionError):
+        return "the request is not a JSON line"
     if not isinstance(found, dict):
-        return {"error": 'the request must be a JSON object such as {"cmd": "status"}'}
+        return 'the request must be a JSON object such as {"cmd": "status"}'
     if "cmd" not in found:
-        return {"error": 'the request has no "cmd"'}
-    return found
+        return 'the request has no "cmd"'
+    return check_request(found) or found
+
+
+def check_request(request: dict[str, Any]) -> str | None:
+    """Why a request is not one of REQUESTS with its own fields, or None."""
+    cmd = request.get("cmd")
+    fields = REQUESTS.get(cmd) if isinstance(cmd, str) else None
+    if fields is None:
+        return f"unknown command {repr(cmd)[:40]} ({', '.join(REQUESTS)})"
+    for name, value in request.items():
+        if name == "cmd":
+            continue
+        if name not in fields:
+            return f"unknown field {str(name)[:40]!r} for {cmd}"
+        why = fields[name](value)
+        if why is not None:
+            return f"{name}: {why}"
+    return None
+
+
+def _depth(data: bytes) -> int:
+    """The deepest nesting of [ and { in a JSON text, strings skipped; counted without
+    recursion so that no request can exhaust the stack."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in data:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
 
 
 def _send(conn: socket.socket, reply: dict[str, Any], deadline: float) -> None:

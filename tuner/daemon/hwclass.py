@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from probes.hostfs import HostFS
+from probes.hostfs import HostFS, digits
 from tuner.units import human_bytes
 
 SECTOR = 512
@@ -59,7 +59,7 @@ def quick(root: Path, name: str) -> Quick | None:
     # /sys/block lists whole disks only; a detached loop device reads size 0.
     fs = HostFS(root)
     sectors = fs.read(f"sys/block/{name}/size") if "/" not in name else None
-    if not sectors or not sectors.isdigit() or int(sectors) == 0:
+    if not sectors or not digits(sectors) or int(sectors) == 0:
         return None
     return Quick(int(sectors) * SECTOR, backing_dir(fs.read(f"sys/block/{name}/loop/backing_file")))
 

@@ -8,20 +8,28 @@
 The metrics are built from the latest state only when they are read (a scrape or a textfile
 write), from a private registry: an idle daemon spends nothing on them in between. update()
 swaps one reference, so the HTTP server's thread always reads a whole state.
+
+Both outlets face other users. The textfile directory (node-exporter's) may belong to one: the
+file is written through a temporary of a random name created O_EXCL|O_NOFOLLOW beside it, then
+renamed over it, so nothing planted there is followed. The HTTP listener serves at most
+MAX_CLIENTS connections at once, each for at most CLIENT_SECONDS; others are closed at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import os
 import socket
+import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
-from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, generate_latest, make_wsgi_app, write_to_textfile
+from prometheus_client import CollectorRegistry, generate_latest, make_wsgi_app
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -33,6 +41,10 @@ STATES = ("holding", "retuning", "waiting-idle", "no-plan")
 """The daemon's states (status "state"); each is a series of iotuner_state, 1 for the current."""
 MB = 1_000_000
 """The workload's MB/s are decimal, as fio's and the rest of iotuner's."""
+MAX_CLIENTS = 4
+"""Scrapes served at once; a scraper opens one connection at a time."""
+CLIENT_SECONDS = 2.0
+"""How long one connection may take, from accept to the last byte of the reply."""
 
 
 class Metrics:
@@ -54,10 +66,11 @@ class Metrics:
         return generate_latest(self.registry)
 
     def write_textfile(self, path: Path) -> list[Event]:
-        """Write the metrics to `path` atomically (a temporary file beside it, renamed over
-        it); an "error" event, not an exception, when the host refuses."""
+        """Write the metrics to `path` atomically: a temporary beside it (random name, created
+        O_EXCL so no planted link is followed), renamed over it. An "error" event, not an
+        exception, when the host refuses."""
         try:
-            write_to_textfile(str(path), self.registry)
+            _write_atomically(path, self.render())
         except OSError as err:
             return [event("error", f"metrics: cannot write {path}: {err.strerror or err}")]
         return []
@@ -72,7 +85,7 @@ class Metrics:
         if not address.is_loopback:
             raise BadInput(f"metrics listen address {host} is not a loopback address")
         self.stop()
-        server_class = _V6Server if address.version == 6 else _V4Server
+        server_class = _V6Server if address.version == 6 else _BoundedServer
         try:
             server = make_server(
                 str(address), port, make_wsgi_app(self.registry), server_class, _QuietHandler
@@ -80,7 +93,10 @@ class Metrics:
         except OSError as err:
             why = err.strerror or err
             return [event("error", f"metrics: cannot listen on {host}:{port}: {why}")]
-        thread = threading.Thread(target=server.serve_forever, name="iotuner-metrics", daemon=True)
+        thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.25}, name="iotuner-metrics",
+            daemon=True,
+        )  # fmt: skip
         thread.start()
         self._server, self._thread = server, thread
         return []
@@ -104,16 +120,73 @@ class Metrics:
         self._server = self._thread = None
 
 
-class _V4Server(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
+def _write_atomically(path: Path, data: bytes) -> None:
+    """`data` into `path` by way of a fresh temporary in the same directory."""
+    # mkstemp: O_CREAT|O_EXCL (a planted name, link or not, makes it pick another), mode 0600.
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            os.fchmod(out.fileno(), 0o644)  # node-exporter runs as its own user
+        os.replace(temp, path)  # renames over a link planted at `path`, never through it
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
 
 
-class _V6Server(_V4Server):
+class _BoundedServer(WSGIServer):
+    """A WSGI server with a thread per connection, at most MAX_CLIENTS of them, each
+    connection shut down once CLIENT_SECONDS have passed (a slow client cannot hold one)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._lock = threading.Lock()
+        self._deadlines: dict[socket.socket, float] = {}
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._lock:
+            if len(self._deadlines) >= MAX_CLIENTS:
+                self.shutdown_request(request)  # busy: closed at once, the scraper retries
+                return
+            self._deadlines[request] = time.monotonic() + CLIENT_SECONDS
+        thread = threading.Thread(
+            target=self._serve_one, args=(request, client_address), daemon=True
+        )
+        thread.start()
+
+    def _serve_one(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except Exception:  # a client that went away or sent garbage: not the daemon's trouble
+            pass
+        finally:
+            with self._lock:
+                self._deadlines.pop(request, None)
+            self.shutdown_request(request)
+
+    def service_actions(self) -> None:
+        """Between polls of serve_forever: cut the connections past their deadline."""
+        now = time.monotonic()
+        with self._lock:
+            late = [conn for conn, deadline in self._deadlines.items() if deadline < now]
+        for conn in late:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # no traceback on stderr for a client's fault
+
+
+class _V6Server(_BoundedServer):
     address_family = socket.AF_INET6
 
 
 class _QuietHandler(WSGIRequestHandler):
-    """No line per scrape on stderr: the daemon's log is for what it does."""
+    """No line per scrape on stderr: the daemon's log is for what it does. Each read and
+    write waits at most CLIENT_SECONDS."""
+
+    timeout = CLIENT_SECONDS
 
     def log_message(self, format: str, *args: Any) -> None:
         pass

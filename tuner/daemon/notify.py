@@ -11,6 +11,8 @@ import os
 import socket
 import time
 
+from probes.hostfs import digits
+
 
 class Notifier:
     """Talks to the service manager when one is listening; does nothing otherwise."""
@@ -77,9 +79,9 @@ class Notifier:
 def _watchdog_seconds(env: os._Environ[str] | dict[str, str]) -> float | None:
     usec = env.get("WATCHDOG_USEC", "")
     pid = env.get("WATCHDOG_PID", "")
-    if not usec.isdigit() or int(usec) == 0:
+    if not digits(usec) or int(usec) == 0:
         return None
     # WATCHDOG_PID names the process meant; a child that inherited the variable must not ping.
-    if pid and pid.isdigit() and int(pid) != os.getpid():
+    if pid and digits(pid) and int(pid) != os.getpid():
         return None
     return int(usec) / 1e6

@@ -17,6 +17,7 @@ from typing import Any
 from tuner.errors import BadInput, IotunerError
 from tuner.plan import Plan, parse_plan, read_plan
 from tuner.process import boot_id, process_start_time
+from tuner.state import trusted_database
 from tuner.tunables.access import format_value
 
 DAEMON_SOURCE = "daemon"
@@ -103,6 +104,7 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
 def _read_latest(journal_path: Path) -> Latest:
     if not journal_path.exists():
         return Latest(None, False)
+    trusted_database(journal_path)  # the plan held comes from it: UntrustedState otherwise
     try:
         db = sqlite3.connect(f"file:{journal_path}?mode=ro", uri=True, timeout=30)
     except sqlite3.Error as err:

@@ -107,8 +107,10 @@ class Daemon:
         if settle is not None:
             timeout = min(timeout, settle - now)
         for key, _ in self._selector.select(max(0.0, timeout)):
-            handler: Callable[[], None] = key.data
-            handler()
+            # What a handler reports is recorded here, whichever handler it is: the control
+            # socket's refusals of strangers were returned and dropped before issue 17.
+            handler: Callable[[], list[Event] | None] = key.data
+            self._record(handler() or [])
         if self._reload:
             self._reload = False
             self._do_reload()

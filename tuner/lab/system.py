@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
 from tuner.errors import IotunerError
+
+_OCTAL = re.compile(r"[0-7]{3}")
 
 SYS_BLOCK = Path("/sys/block")
 FILL_CHUNK = 4 << 20
@@ -160,7 +163,7 @@ def _unescape(text: str) -> str:
     # mountinfo escapes space, tab, newline and backslash as \ooo.
     out, i = [], 0
     while i < len(text):
-        if text[i] == "\\" and len(code := text[i + 1 : i + 4]) == 3 and code.isdigit():
+        if text[i] == "\\" and _OCTAL.fullmatch(code := text[i + 1 : i + 4]):
             out.append(chr(int(code, 8)))
             i += 4
         else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from probes.hostfs import digits
 from tuner.errors import BadInput
 from tuner.trials.fio import fio_size
 
@@ -54,7 +55,7 @@ def parse_depths(text: str | None) -> tuple[int, ...]:
         return DEFAULT_DEPTHS
     depths = []
     for item in _items(text, "--depths"):
-        if not item.isdigit() or not 1 <= int(item) <= _MAX_DEPTH:
+        if not digits(item) or not 1 <= int(item) <= _MAX_DEPTH:
             raise BadInput(f"--depths: {item!r} is not a queue depth from 1 to {_MAX_DEPTH}")
         depths.append(int(item))
     return tuple(sorted(set(depths)))

@@ -1,66 +1,52 @@
 """`--fio-job FILE`: the user's own fio job as a trial workload.
 
-fio itself judges the file (`fio --parse-only`), so iotuner accepts exactly what fio accepts;
-iotuner then keeps the job's I/O options and sets the target, ramp, runtime and output itself
-(tuner/trials/fio.py OWN_OPTIONS). A trial measures one job: a file with several job sections
-is refused (numjobs= runs one job several times in parallel).
+The file is checked by allow-list and then by fio itself (tuner/trials/jobcheck.py); iotuner
+keeps the job's I/O options and sets the target, ramp, runtime and output itself. A trial
+measures one job: a file with several job sections is refused (numjobs= runs one job several
+times in parallel).
 """
 
 from __future__ import annotations
 
 import configparser
-import subprocess
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tuner.errors import BadInput, IotunerError
+from tuner.errors import BadInput
 from tuner.rules.model import Workload
-from tuner.trials.fio import FIO_MISSING, OWN_OPTIONS, count, fio_binary, first_error
+from tuner.trials.jobcheck import load_job
 
 
 def load_fio_job(path: Path) -> Workload:
-    """The job in `path` as a Workload named `fio-job:FILE`; BadInput when fio rejects it."""
-    if not path.is_file():
-        raise BadInput(f"--fio-job {path}: no such file")
-    try:
-        done = subprocess.run(
-            [fio_binary(), "--parse-only", str(path)],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-    except FileNotFoundError:
-        raise IotunerError(FIO_MISSING) from None
-    if done.returncode != 0:
-        raise BadInput(f"--fio-job {path}: fio rejects it: {first_error(done.stderr)}")
-    options = job_options(path.read_text(), str(path))
-    ignored = sorted(key for key in options if key in OWN_OPTIONS)
-    fio = {key: value for key, value in options.items() if key not in OWN_OPTIONS}
-    for key in ("numjobs", "iodepth", "nrfiles"):
-        try:
-            count(fio, key)
-        except BadInput as err:
-            raise BadInput(f"--fio-job {path}: {err}") from None
-    note = f" (iotuner sets {', '.join(ignored)} itself)" if ignored else ""
-    region = {key: options[key] for key in REGION_OPTIONS if options.get(key) is not None}
-    return Workload(name=f"fio-job:{path.name}", description=f"{path}{note}", fio=fio,
-                    region=region, files=named_files(options))  # fmt: skip
+    """The job in `path` as a Workload named `fio-job:FILE`; BadInput when it is refused.
+
+    Checked by allow-list before fio sees it, then read as fio reads it (tuner/trials/
+    jobcheck.py): the Workload's options are fio's canonical ones (readwrite= is rw=). Where
+    the job places its I/O (size, offset, offset_increment) and the existing files it names
+    are kept apart: a read-only job's trials read those files so.
+    """
+    job = load_job(path)
+    note = f" (iotuner sets {', '.join(sorted(job.replaced))} itself)" if job.replaced else ""
+    region = {key: job.placement[key] for key in REGION_OPTIONS if key in job.placement}
+    return Workload(name=f"fio-job:{path.name}", description=f"{path}{note}",
+                    fio=dict(job.options), region=region,
+                    files=named_files(job.placement))  # fmt: skip
 
 
 # Where a job places its I/O in its file; kept for trials that read the user's own file.
 REGION_OPTIONS = ("size", "offset", "offset_increment")
 
 
-def named_files(options: dict[str, Any]) -> tuple[str, ...]:
+def named_files(placement: Mapping[str, str]) -> tuple[str, ...]:
     """The existing regular files a job names (`filename`, colon-separated, `\\:` a literal
     colon; relative to `directory` when given); names of devices or of files that do not
     exist yet are left out."""
-    raw = options.get("filename")
+    raw = placement.get("filename")
     if not raw:
         return ()
-    names = [part.replace("\x00", ":") for part in str(raw).replace("\\:", "\x00").split(":")]
-    base = Path(str(options["directory"])) if options.get("directory") else None
+    names = [part.replace("\x00", ":") for part in raw.replace("\\:", "\x00").split(":")]
+    base = Path(placement["directory"]) if placement.get("directory") else None
     found = []
     for name in names:
         candidate = Path(name) if base is None or Path(name).is_absolute() else base / name

@@ -5,6 +5,11 @@ host's. Any one of them refuses, with one line naming the device and the reason:
 a mount (of the device, a partition, or a btrfs it belongs to), a holder (md, dm, or a loop
 device reading it), a signature blkid recognises (file system, RAID member, swap, partition
 table), or the kernel refusing an exclusive open (someone else claims it).
+
+A host changes while a tune runs, so a write trial checks again (`exclusive_writes`) and holds
+the kernel's exclusive claim on the device while fio writes: nothing can mount it, assemble it
+or put a file system on it meanwhile. Scratch files go only into a directory nobody else may
+rename things in (`check_scratch_directory`).
 """
 
 from __future__ import annotations
@@ -13,8 +18,12 @@ import errno
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from tuner.errors import BadInput
+from tuner.state import ownership_problem
 from tuner.topology import Topology
 from tuner.trials.blockdev import block_number, kernel_name, live_storage
 
@@ -123,3 +132,34 @@ def _claimed(device: str) -> str | None:
         return f"cannot open it ({err.strerror})"
     os.close(fd)
     return None
+
+
+@contextmanager
+def exclusive_writes(device: str | None) -> Iterator[None]:
+    """Around one write trial on `device` (None: not a device write, nothing to do): check it
+    again (check_disposable), then hold its exclusive claim until the trial ends. fio's own
+    opens are not exclusive and go through; a mount, mkfs or md meanwhile gets EBUSY."""
+    if device is None:
+        yield
+        return
+    check_disposable(device)
+    try:
+        fd = os.open(device, os.O_RDONLY | os.O_EXCL | os.O_CLOEXEC)
+    except OSError as err:
+        raise BadInput(f"{device}: cannot claim it for the trial ({err.strerror})") from None
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
+def check_scratch_directory(directory: Path) -> None:
+    """Return when scratch files may go into `directory`: owned by root (or this user) and
+    writable by others only when sticky, so nobody else can rename our files or directory
+    and put a link in their place. BadInput otherwise."""
+    why = ownership_problem(os.stat(directory), sticky_ok=True)
+    if why is not None:
+        raise BadInput(
+            f"{directory}: {why}; someone else could swap iotuner's scratch files there for "
+            "links: give a directory of your own"
+        )

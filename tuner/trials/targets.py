@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from tuner.trials.blockdev import (
     live_storage,
     mount_of_path,
 )
-from tuner.trials.safety import check_disposable
+from tuner.trials.safety import check_disposable, check_scratch_directory
 from tuner.units import human_bytes
 
 SCRATCH_PREFIX = "iotuner-scratch"
@@ -109,6 +110,7 @@ class TrialTarget:
         where = Path(directory)
         if not where.is_dir():
             raise BadInput(f"{where}: not a directory")
+        check_scratch_directory(where)
         devices = _block_devices_under(where)
         size = size_bytes or DEFAULT_SCRATCH_BYTES
         free = shutil.disk_usage(where).free
@@ -117,19 +119,21 @@ class TrialTarget:
                 f"{where}: a {human_bytes(size)} scratch file needs more than the "
                 f"{human_bytes(free)} free there"
             )
+        # A private directory of an unpredictable name (0700): nothing can be planted where
+        # iotuner and fio create their files.
+        private = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}-{os.getpid()}-", dir=where))
         target = cls(
-            path=str(where / f"{SCRATCH_PREFIX}-{os.getpid()}.dat"),
+            path=str(private / f"{SCRATCH_PREFIX}-{os.getpid()}.dat"),
             devices=devices,
             size_bytes=size,
             writable=True,
-            directory=str(where),
+            directory=str(private),
         )
         try:
-            remove_scratch(where, target.scratch_prefix)  # left by a dead process with our pid
             _fill(Path(target.path), size)
             yield target
         finally:
-            remove_scratch(where, target.scratch_prefix)
+            shutil.rmtree(private, ignore_errors=True)
 
 
 def _block_devices_under(where: Path) -> tuple[str, ...]:
@@ -145,18 +149,6 @@ def _block_devices_under(where: Path) -> tuple[str, ...]:
             "would measure memory, not storage"
         )
     return devices
-
-
-def remove_scratch(directory: Path, prefix: str) -> list[str]:
-    """Remove this process's scratch files (the .dat and fio-made ones) from `directory`."""
-    removed = []
-    for path in directory.glob(f"{prefix}.*"):
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            continue
-        removed.append(str(path))
-    return removed
 
 
 def _fill(path: Path, size: int) -> None:

@@ -36,6 +36,7 @@ from tuner.trials.fio import (
 )
 from tuner.trials.flags import CUT_SHORT, DATA_SET, Flag, joined
 from tuner.trials.memcap import FIO_OVERHEAD_BYTES, FilePeak, MemoryCap, memory_cap
+from tuner.trials.safety import exclusive_writes
 from tuner.trials.targets import TrialTarget
 from tuner.units import human_bytes
 
@@ -121,6 +122,7 @@ def run_trial(
     warm = limit is not None and is_random(options)
     text = job_text(options, runtime_s=runtime_s, ramp_s=ramp_s, title=workload.name,
                     io_size=io_size, keep_cache=warm, **placement)  # fmt: skip
+    device_writes = target.path if writes(options) and not target.is_scratch else None
     with ExitStack() as stack:
         cap = None
         if limit is not None:
@@ -128,6 +130,7 @@ def run_trial(
         peak = stack.enter_context(FilePeak(cap)) if cap is not None else None
         if cap is not None and warm:
             _warm_up(target, workload, min(limit or 0, region), cap, timeout)
+        stack.enter_context(exclusive_writes(device_writes))
         with Sampler((*target.devices, *lower)) as sampler:
             doc = run_fio(text, timeout_s=timeout, what=target.path,
                           preexec=cap.joiner() if cap is not None else None)  # fmt: skip

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tuner.tunables.base import InvalidValue, Pending, Tunable, Value
+from tuner.tunables.naming import target_problem
 from tuner.tunables.sysroot import SysRoot
 from tuner.tunables.table import IMPLEMENTATIONS
 
@@ -51,8 +52,13 @@ class Tunables:
             raise InvalidValue(f"{key}: unknown tunable (see tuner/tunables/registry.py)") from None
 
     def target(self, key: str, target: str) -> str:
-        """The target as the key's tunable names it ("/dev/loop3" -> "loop3")."""
-        return self.impl(key).target_name(target)
+        """The target as the key's tunable names it ("/dev/loop3" -> "loop3"); InvalidValue
+        for a name no such target has (tuner/tunables/naming.py), before any path is made."""
+        impl = self.impl(key)
+        why = target_problem(key, target)
+        if why is not None:
+            raise InvalidValue(f"{key} on {str(target)[:60]!r}: {why}")
+        return impl.target_name(target)
 
     def read(self, key: str, target: str) -> Value:
         """The current value, normalised ("[none] mq-deadline" reads "none")."""
@@ -81,10 +87,20 @@ class Tunables:
         return Saved(impl.read(self.sys, name), coupled)
 
     def restore(self, key: str, target: str, saved: Saved) -> None:
-        """Put a saved value back, then the coupled values its tunable did not handle."""
+        """Put a saved value back, then the coupled values its tunable did not handle.
+
+        Every value is checked as a new one would be first (InvalidValue otherwise): a saved
+        original comes from the journal, which someone else may have written.
+        """
         impl, name = self.impl(key), self.target(key, target)
-        handled = impl.restore(self.sys, name, saved.original, saved.coupled)
-        rest: Mapping[str, Value] = {k: v for k, v in saved.coupled.items() if k not in handled}
+        original = impl.check_original(self.sys, name, saved.original, {})
+        pending = {(key, name): original}
+        coupled = {
+            other: self.impl(other).check_original(self.sys, name, value, pending)
+            for other, value in saved.coupled.items()
+        }
+        handled = impl.restore(self.sys, name, original, coupled)
+        rest: Mapping[str, Value] = {k: v for k, v in coupled.items() if k not in handled}
         for other, value in rest.items():
             self.impl(other).write(self.sys, name, value)
 

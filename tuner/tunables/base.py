@@ -9,6 +9,7 @@ saves originals, verifies and restores.
 from __future__ import annotations
 
 import errno
+import re
 from collections.abc import Mapping
 from typing import ClassVar
 
@@ -21,6 +22,13 @@ Value = int | str | tuple[int, ...]
 Pending = Mapping[tuple[str, str], Value]
 """Settings about to be applied together, by (key, target): a scheduler set in the same batch
 decides how deep nr_requests may go."""
+
+UINT_MAX = 2**32 - 1
+"""The most a block queue attribute takes (block/blk-sysfs.c refuses more with EINVAL)."""
+ULONG_MAX = 2**64 - 1
+"""The most an unsigned long sysctl takes on a 64-bit kernel."""
+_NAME = re.compile(r"[A-Za-z0-9_.:,+ -]{1,4096}")
+"""A name-valued setting: a scheduler, governor, congestion control, an IRQ:CPU layout."""
 
 
 class TunableError(IotunerError):
@@ -72,6 +80,11 @@ class Tunable:
     def expected(self, sys: SysRoot, target: str, value: Value) -> Value:
         """What reading back should give after writing `value` (a policy resolves to a layout)."""
         return value
+
+    def check_original(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
+        """A saved original about to be written back, checked as a new value is: the journal
+        it comes from is a file, and a file can be planted."""
+        return self.validate(sys, target, value, pending)
 
     def restore(
         self, sys: SysRoot, target: str, original: Value, coupled: Mapping[str, Value]
@@ -142,9 +155,13 @@ class Tunable:
         return number
 
     def as_name(self, target: str, value: object) -> str:
-        """`value` as a non-empty single-line name."""
-        if not isinstance(value, str) or not value.strip() or "\n" in value:
-            raise self.invalid(target, f"expected a name, got {value!r}")
+        """`value` as a non-empty name of letters, digits, spaces and . _ : , + - only: it is
+        written into sysfs, udev rules and a systemd unit, and shown on the terminal."""
+        if not isinstance(value, str) or not _NAME.fullmatch(value.strip()):
+            shown = repr(value)[:60]
+            raise self.invalid(
+                target, f"expected a name (letters, digits, . _ : , + -), got {shown}"
+            )
         return value.strip()
 
 

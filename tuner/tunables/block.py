@@ -12,7 +12,8 @@ import os
 from typing import ClassVar
 
 from probes.block import parse_scheduler
-from tuner.tunables.base import Pending, Tunable, Value
+from probes.hostfs import digits
+from tuner.tunables.base import UINT_MAX, Pending, Tunable, Value
 from tuner.tunables.sysroot import SysRoot
 
 MAX_SCHED_RQ = 2048
@@ -52,7 +53,7 @@ class IntQueueTunable(BlockTunable):
     """An integer queue attribute with fixed kernel bounds."""
 
     low: ClassVar[int | None] = 0
-    high: ClassVar[int | None] = None
+    high: ClassVar[int | None] = UINT_MAX
 
     def read(self, sys: SysRoot, target: str) -> Value:
         """The attribute as an int."""
@@ -121,6 +122,12 @@ class Scheduler(BlockTunable):
             )
         return name
 
+    def check_original(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
+        """A scheduler's name, on a device that exists: it was available when it was saved,
+        and the kernel refuses it if it no longer is."""
+        self.queue(sys, target)
+        return self.as_name(target, value)
+
 
 class NrRequests(IntQueueTunable):
     """Requests the queue holds per hardware queue. Without a scheduler the kernel accepts at
@@ -132,7 +139,7 @@ class NrRequests(IntQueueTunable):
     def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
         """At least 4, and at most what the scheduler in force (or being set) allows."""
         self.queue(sys, target)
-        number = self.in_range(target, value, MIN_RQ, None)
+        number = self.in_range(target, value, MIN_RQ, UINT_MAX)
         scheduler = pending.get((Scheduler.key, self.target_name(target)))
         if scheduler is None:
             scheduler = Scheduler().read(sys, target)
@@ -157,7 +164,7 @@ class NrRequests(IntQueueTunable):
         depths = []
         for hctx in sys.listdir(f"sys/block/{dev}/mq"):
             text = sys.read(f"sys/block/{dev}/mq/{hctx}/nr_tags")
-            if text is not None and text.isdigit():
+            if text is not None and digits(text):
                 depths.append(int(text))
         if depths:
             return min(depths)

@@ -7,6 +7,7 @@ Read back as one name when every CPU agrees, otherwise as a per-CPU layout "0:pe
 
 from __future__ import annotations
 
+from probes.hostfs import digits
 from probes.numa import online_cpus
 from tuner.tunables.base import Pending, Tunable, Value
 from tuner.tunables.sysroot import SysRoot
@@ -62,7 +63,7 @@ class Governor(Tunable):
         layout: dict[int, str] = {}
         for word in text.split():
             cpu, _, name = word.partition(":")
-            if not cpu.isdigit() or not name:
+            if not digits(cpu) or not name:
                 raise self.invalid(target, f"{word!r} is not cpu:governor")
             layout[int(cpu)] = name
         if sorted(layout) != cpus:

@@ -15,7 +15,7 @@ the kernel then makes the file read-only, so the refusal is reported before anyt
 
 from __future__ import annotations
 
-from probes.hostfs import parse_cpulist, read_cpulist
+from probes.hostfs import digits, parse_cpulist, read_cpulist
 from probes.numa import online_cpus
 from tuner.tunables.base import Pending, Tunable, Value
 from tuner.tunables.sysroot import SysRoot
@@ -45,11 +45,11 @@ class IrqAffinity(Tunable):
         base = f"{PCI_DEVICES}/{target}"
         if "/" in target or not target or not sys.exists(base):
             raise self.gone(target, f"no such PCI function ({sys.shown(base)})")
-        vectors = sorted(int(v) for v in sys.listdir(f"{base}/msi_irqs") if v.isdigit())
+        vectors = sorted(int(v) for v in sys.listdir(f"{base}/msi_irqs") if digits(v))
         if vectors:
             return vectors
         line = sys.read(f"{base}/irq")
-        if line is not None and line.isdigit() and int(line) > 0:
+        if line is not None and digits(line) and int(line) > 0:
             return [int(line)]
         raise self.fail(target, "the function has no interrupts")
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 from tuner.tunables.base import Pending, Tunable, Value
 from tuner.tunables.sysroot import SysRoot
 
+INT_MAX = 2**31 - 1
+"""The kernel keeps an MTU in an int; more is refused whatever the driver says."""
+
 
 class Mtu(Tunable):
     """The MTU of one network interface."""
@@ -37,6 +40,8 @@ class Mtu(Tunable):
             raise self.invalid(target, f"{number} is not a positive MTU")
         if high is not None and number > high:
             raise self.invalid(target, f"{number} exceeds {high}, the device's max_mtu")
+        if number > INT_MAX:
+            raise self.invalid(target, f"{number} exceeds {INT_MAX}, the most the kernel accepts")
         return number
 
     def write(self, sys: SysRoot, target: str, value: Value) -> None:

@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from typing import ClassVar
 
-from tuner.tunables.base import Pending, Tunable, Value
+from tuner.tunables.base import ULONG_MAX, Pending, Tunable, Value
 from tuner.tunables.sysroot import SysRoot
 
 INT_MAX = 2**31 - 1
@@ -88,13 +88,14 @@ class DirtyBytes(DirtyPair):
     """A byte count: at least one byte, or two pages for vm.dirty_bytes."""
 
     is_bytes = True
-    high = None
+    high = ULONG_MAX
     pages: ClassVar[int] = 0
 
     def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
-        """At least the kernel's floor; 0 is refused (set the ratio instead)."""
+        """At least the kernel's floor, at most an unsigned long; 0 is refused (set the ratio
+        instead)."""
         self.read_attr(sys, target, self.rel())
-        number = self.as_int(target, value)
+        number = self.in_range(target, value, None, ULONG_MAX)
         least = max(1, self.pages * os.sysconf("SC_PAGE_SIZE"))
         if number < least:
             raise self.invalid(
@@ -103,6 +104,12 @@ class DirtyBytes(DirtyPair):
                 f"(to use a ratio instead, set {self.coupled[0]})",
             )
         return number
+
+    def check_original(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
+        """An original of 0 says the ratio was in force (restore writes the ratio then)."""
+        if value == 0 and not isinstance(value, bool):
+            return 0
+        return self.validate(sys, target, value, pending)
 
 
 class DirtyBackgroundBytes(DirtyBytes):

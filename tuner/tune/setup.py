@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from probes.hostfs import HostFS
+from probes.hostfs import HostFS, digits
 from tuner.facts import collect
 from tuner.facts.host import dirty_limit_bytes
 from tuner.facts.target import FactOptions
@@ -134,7 +134,7 @@ def dirtyable_bytes(meminfo: str) -> int | None:
     for line in meminfo.splitlines():
         name, _, rest = line.partition(":")
         fields = rest.split()
-        if name.strip() in _MEMINFO_KEYS and fields and fields[0].isdigit():
+        if name.strip() in _MEMINFO_KEYS and fields and digits(fields[0]):
             found[name.strip()] = int(fields[0]) * 1024  # meminfo counts kB (KiB)
     if len(found) != len(_MEMINFO_KEYS):
         return None

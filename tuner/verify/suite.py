@@ -141,10 +141,11 @@ def suite_source(all_checks: tuple[Check, ...], *, title: str = "a plan") -> str
         for c in all_checks
         if c.kind == "file" and (f := c.file) is not None
     )
+    # The title (a plan's path) goes into a docstring: escaped so that it stays one line of
+    # that docstring, whatever quotes, backslashes or control characters it holds.
+    safe_title = repr(title)[1:-1].replace('"', '\\"')
     source = (
-        _TEMPLATE.replace("@TITLE@", title.replace('"""', "'''"))
-        .replace("@LIVE@", live)
-        .replace("@FILES@", files)
+        _TEMPLATE.replace("@TITLE@", safe_title).replace("@LIVE@", live).replace("@FILES@", files)
     )
     return source + (_LIVE_TEST if live else "") + (_FILE_TEST if files else "")
 

@@ -41,19 +41,19 @@ options:
     required: true
   plan:
     description: Path of the plan on the managed host (begin).
-    type: path
+    type: str
   conf_root:
     description: Directory the managed files go below (begin).
-    type: path
+    type: str
     default: /
   root:
     description: Root of the C(/sys) and C(/proc) the values live in (begin).
-    type: path
+    type: str
     default: /
   state_dir:
     description: iotuner's state directory; empty for its default (C(IOTUNER_STATE_DIR) or
       C(/var/lib/iotuner)).
-    type: path
+    type: str
   apply_id:
     description: The change set (applied, unchanged, undo).
     type: int
@@ -122,10 +122,10 @@ def main():
                 "required": True,
                 "choices": ["begin", "applied", "unchanged", "undo"],
             },
-            "plan": {"type": "path"},
-            "conf_root": {"type": "path", "default": "/"},
-            "root": {"type": "path", "default": "/"},
-            "state_dir": {"type": "path"},
+            "plan": {"type": "str"},
+            "conf_root": {"type": "str", "default": "/"},
+            "root": {"type": "str", "default": "/"},
+            "state_dir": {"type": "str"},
             "apply_id": {"type": "int"},
         },
         required_if=[

@@ -34,15 +34,15 @@ description:
 options:
   plan:
     description: Path of the plan on the managed host.
-    type: path
+    type: str
     required: true
   conf_root:
     description: Directory the managed files go below (C(/) on a real host).
-    type: path
+    type: str
     default: /
   root:
     description: Root of the C(/sys) and C(/proc) the values are read from (C(/) live).
-    type: path
+    type: str
     default: /
 author: iotuner developers
 """
@@ -177,9 +177,9 @@ def main():
     """Render the plan and return what the role applies."""
     module = AnsibleModule(
         argument_spec={
-            "plan": {"type": "path", "required": True},
-            "conf_root": {"type": "path", "default": "/"},
-            "root": {"type": "path", "default": "/"},
+            "plan": {"type": "str", "required": True},
+            "conf_root": {"type": "str", "default": "/"},
+            "root": {"type": "str", "default": "/"},
         },
         supports_check_mode=True,
     )

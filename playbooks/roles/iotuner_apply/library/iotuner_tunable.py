@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -44,7 +45,7 @@ options:
     type: raw
   root:
     description: Root of the C(/sys) and C(/proc) to use (C(/) live).
-    type: path
+    type: str
     default: /
   verify_only:
     description: Only read the value back and fail when it is not the expected one (after a
@@ -77,7 +78,7 @@ after:
 
 def like(model, value):
     """`value` as the type reading gives: an older Ansible may template 4092 into "4092"."""
-    if isinstance(model, int) and isinstance(value, str) and value.strip().isdigit():
+    if isinstance(model, int) and isinstance(value, str) and re.fullmatch(r"[0-9]+", value.strip()):
         return int(value)
     if isinstance(model, tuple) and isinstance(value, str):
         return tuple(int(word) for word in value.replace(",", " ").strip("[]() ").split())
@@ -92,7 +93,7 @@ def main():
             "target": {"type": "str", "required": True},
             "value": {"type": "raw", "required": True},
             "expected": {"type": "raw"},
-            "root": {"type": "path", "default": "/"},
+            "root": {"type": "str", "default": "/"},
             "verify_only": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
