@@ -13,7 +13,7 @@ pytest_plugins = ("tests.apply.fixtures",)
 
 REPO = Path(__file__).resolve().parents[1]
 HWLOC_FIXTURES = REPO / "tests" / "fixtures" / "hwloc"
-"""hwloc's captures (BSD-3-Clause, its COPYING beside them): the project never reads ../shared."""
+"""hwloc's captures (BSD-3-Clause, its COPYING beside them), copied into the project."""
 
 
 @pytest.fixture
