@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 
 from probes.host import probe_host
-from probes.hostfs import HostFS
+from probes.hostfs import HostFS, digits
 from tuner.errors import BadInput, IotunerError
 from tuner.journal import Journal
 from tuner.lab.session import lab_session
@@ -301,6 +301,6 @@ def host_cache_bytes() -> int:
     for line in text.splitlines():
         name, _, rest = line.partition(":")
         fields = rest.split()
-        if name == "MemAvailable" and fields and fields[0].isdigit():
+        if name == "MemAvailable" and fields and digits(fields[0]):
             return int(fields[0]) * 1024
     raise IotunerError("/proc/meminfo has no MemAvailable: give --cache-memory")

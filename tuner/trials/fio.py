@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from probes.hostfs import digits
 from tuner.errors import BadInput, IotunerError
 
 FIO_MISSING = "fio not found: install the Debian package fio"
@@ -116,7 +117,7 @@ def is_random(options: Mapping[str, Any]) -> bool:
     if rw.split(":")[0].startswith("rand"):
         return True
     share = str(options.get("percentage_random", "0")).split(",")[0].strip()
-    return share.isdigit() and int(share) > 0
+    return digits(share) and int(share) > 0
 
 
 def file_count(options: Mapping[str, Any]) -> int:

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from probes.hostfs import digits
 from tuner.errors import IotunerError
 
 V1_ROOT = Path("/sys/fs/cgroup/memory")
@@ -131,7 +132,7 @@ def remove_stale(root: Path = V1_ROOT) -> list[Path]:
     with contextlib.suppress(OSError):
         for path in root.glob(f"{PREFIX}*"):
             pid = path.name.removeprefix(PREFIX).split("-", 1)[0]
-            if pid.isdigit() and not Path(f"/proc/{pid}").exists() and _remove(path):
+            if digits(pid) and not Path(f"/proc/{pid}").exists() and _remove(path):
                 removed.append(path)
     return removed
 
@@ -161,7 +162,7 @@ def _stat(path: Path) -> dict[str, int]:
     with contextlib.suppress(OSError):
         for line in path.read_text().splitlines():
             name, _, number = line.partition(" ")
-            if number.strip().isdigit():
+            if digits(number.strip()):
                 values[name] = int(number)
     return values
 
