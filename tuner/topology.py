@@ -182,6 +182,10 @@ class PciFunction(Node):
     link: PciLink | None = None
     irq: int | None = None
     msi_irqs: tuple[int, ...] = ()
+    virtual_function: bool = False  # an SR-IOV VF (it has `physfn`): its traffic is its PF's
+    slot: str | None = None  # the physical slot it sits in (sys/bus/pci/slots), when known
+    onboard_index: int | None = None  # SMBIOS type 41 instance: the firmware says it is on board
+    label: str | None = None  # the firmware's name for it ("Embedded NIC 1")
 
     @property
     def base_class(self) -> int | None:

@@ -94,6 +94,10 @@ def _pci_row(topology: Topology, fn: PciFunction) -> dict[str, Any]:
         "numa_node": topology.numa_node_of(fn.id),
         "local_cpus": list(fn.local_cpus),
         "parent": parent.address if isinstance(parent, PciFunction) else None,
+        "slot": fn.slot,
+        "onboard_index": fn.onboard_index,
+        "label": fn.label,
+        "virtual_function": fn.virtual_function,
         "link": None
         if link is None
         else {

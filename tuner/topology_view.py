@@ -168,6 +168,9 @@ def _pci_label(topology: Topology, fn: PciFunction) -> Text:
         label.append(f" {fn.vendor_name or ''} {fn.device_name or ''}".rstrip())
     if fn.driver:
         label.append(f"  driver {fn.driver}", style="dim")
+    where = _placement(fn)
+    if where:
+        label.append(f"  {where}", style="dim")
     link = fn.link
     if link is not None and link.width:
         text = f"  x{link.width} {link.speed_gts or '?'} GT/s = {human_rate(link.usable_mbps)}"
@@ -180,6 +183,16 @@ def _pci_label(topology: Topology, fn: PciFunction) -> Text:
     if numa is not None and len(topology.of_type(NumaNode)) > 1:
         label.append(f"  node {numa}", style="green")
     return label
+
+
+def _placement(fn: PciFunction) -> str | None:
+    """Where the firmware says the function is: its slot, or on the board, with its label."""
+    name = f" '{fn.label}'" if fn.label else ""
+    if fn.slot is not None:
+        return f"slot {fn.slot}{name}"
+    if fn.onboard_index is not None:
+        return f"on board{name}"
+    return name.strip() or None
 
 
 def _block_label(topology: Topology, dev: BlockDevice) -> Text:

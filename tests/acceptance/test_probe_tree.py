@@ -50,3 +50,22 @@ def test_gpus_without_ids_and_nics_behind_an_unlisted_bridge_show(tmp_path: Path
     nic = next(i for i, line in enumerate(lines) if "0000:60:00.0" in line)
     bridge = next(i for i, line in enumerate(lines) if "0000:5f:03.0" in line)
     assert bridge < nic and lines[nic].index("0000:60") > lines[bridge].index("0000:5f")
+
+
+def test_the_tree_says_which_devices_sit_in_slots_and_which_are_on_board(
+    hwloc_root: RootOf, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # hwloc's 32em64t capture names slots 01 and 02 and two on-board I350 ports.
+    root = str(hwloc_root("32em64t-2n8c+dax+nvme+mic+dimms"))
+    monkeypatch.setenv("COLUMNS", "250")
+    lines = iotuner("probe", "--root", root, "--section", "pci").stdout.splitlines()
+    shown = {word: line for line in lines for word in line.split()[:6] if word.startswith("0000:")}
+    assert "driver mlx4_core  slot 01  " in shown["0000:82:00.0"]
+    assert "driver igb  on board 'LOM 1G I350-BT2 (LAN1)'" in shown["0000:02:00.0"]
+    assert "driver igb  on board 'LOM 1G I350-BT2 (LAN2)'" in shown["0000:02:00.3"]
+    doc = json.loads(iotuner("probe", "--root", root, "--json").stdout)
+    rows = {row["address"]: row for row in doc["pci_devices"]}
+    assert (rows["0000:83:00.0"]["slot"], rows["0000:83:00.0"]["onboard_index"]) == ("02", None)
+    assert (rows["0000:02:00.3"]["onboard_index"], rows["0000:02:00.3"]["label"]) == (
+        2, "LOM 1G I350-BT2 (LAN2)",
+    )  # fmt: skip
