@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from probes.hostfs import HostFS, digits
 from probes.ids import block_id
+from probes.pmem import pmem_mode
 from tuner.topology import BlockDevice, PartitionInfo, QueueSettings
 
 SECTOR_BYTES = 512  # `size` and `start` count 512-byte sectors whatever the device's blocks
@@ -151,6 +152,7 @@ def read_block_device(fs: HostFS, entry: BlockDir, parent: str) -> BlockDevice:
         wwn=ident.wwn,
         queue=queue,
         partition=partition,
+        pmem_mode=None if is_partition else pmem_mode(entry.real),
     )
 
 

@@ -12,6 +12,7 @@ from probes.irq import probe_irqs
 from probes.net import probe_net
 from probes.numa import memtotal_bytes, probe_numa
 from probes.pci import probe_pci
+from probes.pmem import probe_dax
 from probes.storage import probe_storage
 from probes.vm import probe_vm
 from tuner.topology import Machine, Node, Topology
@@ -33,7 +34,8 @@ def probe_host(fs: HostFS) -> Topology:
         memory_bytes=memtotal_bytes(fs, "proc/meminfo"),
         kernel=fs.read("proc/sys/kernel/osrelease"),
     )
-    nodes = _attach_orphans(fs, [machine, *numa, *pci, *storage.nodes, *nics])
+    dax = probe_dax(fs)
+    nodes = _attach_orphans(fs, [machine, *numa, *pci, *storage.nodes, *nics, *dax])
     topology = Topology(
         root=str(fs.root),
         nodes=tuple(nodes),

@@ -11,7 +11,11 @@ directories) hang from a host bridge named by their own domain and bus, as lstop
 Reads: sys/bus/pci/devices/* (links; sys/devices/pci*/ walked when that is missing), and per
 function: vendor, device, subsystem_vendor, subsystem_device, class, driver (link), numa_node,
 local_cpulist (local_cpus), irq, msi_irqs/, current_link_speed, current_link_width,
-max_link_speed, max_link_width. Names come from pci.ids (see probes.pciids).
+max_link_speed, max_link_width, physfn (an SR-IOV virtual function has it), and what the
+firmware says of it: index (the SMBIOS type 41 instance, which only on-board devices have) and
+label (the firmware's name for it, "Embedded NIC 1"). Slots: sys/bus/pci/slots/*/address
+(`DDDD:BB:DD`, or `DDDD:BB` for a slot that holds a whole bus). Names come from pci.ids (see
+probes.pciids).
 """
 
 from __future__ import annotations
@@ -32,10 +36,14 @@ from tuner.topology import Node, PciFunction, PciHostBridge, PciLink
 __all__ = ["parse_link_speed", "parse_link_width", "pci_class_name", "probe_pci"]
 
 BUS_DIR = "sys/bus/pci/devices"
+SLOTS_DIR = "sys/bus/pci/slots"
 DEVICES_DIR = "sys/devices"
 LINK_ATTRS = ("current_link_speed", "current_link_width", "max_link_speed", "max_link_width")
 _SPEED = re.compile(r"^(\d+(?:\.\d+)?)\s*GT/s\b")
 _WIDTHS = frozenset((1, 2, 4, 8, 12, 16, 32))
+_SLOT_ADDRESS = re.compile(r"^([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2})(:[0-9a-fA-F]{2})?$")
+_MAX_NAME = 64  # SMBIOS strings and slot names are short; anything longer is not a name
+_U32 = 2**32 - 1
 T = TypeVar("T")
 
 
@@ -43,6 +51,7 @@ def probe_pci(fs: HostFS) -> list[Node]:
     """Every PCI host bridge that has functions, then every function, each bridge before its own."""
     paths = _function_paths(fs)
     ids = find_pci_ids(fs) if paths else None
+    slots = _slots(fs) if paths else {}
     found = set(paths)
     bridges: dict[str, PciHostBridge] = {}
     functions: list[Node] = []
@@ -54,7 +63,7 @@ def probe_pci(fs: HostFS) -> list[Node]:
             root = _bus_bridge(parts[-1])
             parent = root[1].id if parent == MACHINE_ID else parent
         bridges.setdefault(root[0], root[1])
-        functions.append(_read_function(fs, real, parent, ids))
+        functions.append(_read_function(fs, real, parent, ids, slots))
     return [*bridges.values(), *functions]
 
 
@@ -163,7 +172,9 @@ def _host_bridge(parts: list[str]) -> tuple[str, PciHostBridge] | None:
 # -- one function -----------------------------------------------------------------------------
 
 
-def _read_function(fs: HostFS, base: str, parent: str, ids: PciIds | None) -> PciFunction:
+def _read_function(
+    fs: HostFS, base: str, parent: str, ids: PciIds | None, slots: dict[str, str]
+) -> PciFunction:
     address = PurePosixPath(base).name
     # One listing spares a path resolution for every attribute this function lacks.
     have = frozenset(fs.listdir(base))
@@ -187,13 +198,61 @@ def _read_function(fs: HostFS, base: str, parent: str, ids: PciIds | None) -> Pc
         link=_read_link(fs, base, have),
         irq=_optional_int(fs, base, "irq", have) or None,
         msi_irqs=_msi_irqs(fs, f"{base}/msi_irqs") if "msi_irqs" in have else (),
+        virtual_function="physfn" in have,
+        slot=_slot_of(address, slots),
+        onboard_index=_optional_int(fs, base, "index", have, low=0, high=_U32),
+        label=_name(fs, f"{base}/label") if "label" in have else None,
     )
 
 
 def _optional_int(
-    fs: HostFS, base: str, name: str, have: frozenset[str], radix: int = 10
+    fs: HostFS,
+    base: str,
+    name: str,
+    have: frozenset[str],
+    radix: int = 10,
+    *,
+    low: int | None = None,
+    high: int | None = None,
 ) -> int | None:
-    return fs.read_int(f"{base}/{name}", base=radix) if name in have else None
+    if name not in have:
+        return None
+    return fs.read_int(f"{base}/{name}", base=radix, low=low, high=high)
+
+
+def _name(fs: HostFS, rel: str) -> str | None:
+    """A short printable name (a slot's, the firmware's label), or None with a warning."""
+    text = fs.read(rel)
+    if not text:
+        return None
+    if len(text) > _MAX_NAME or not text.isprintable():
+        fs.warn(f"{rel}: not a name ({len(text)} characters, or unprintable ones); ignored")
+        return None
+    return text
+
+
+def _slots(fs: HostFS) -> dict[str, str]:
+    """Slot name by the address it holds: `DDDD:BB:DD` (one device) or `DDDD:BB` (a bus)."""
+    found: dict[str, str] = {}
+    for name in fs.listdir(SLOTS_DIR):
+        if len(name) > _MAX_NAME or not name.isprintable():
+            fs.warn(f"{SLOTS_DIR}: an entry that is not a slot name; skipped")
+            continue
+        rel = f"{SLOTS_DIR}/{name}/address"
+        address = fs.read(rel)
+        if address is None:
+            continue  # an empty slot the firmware describes without an address
+        if not _SLOT_ADDRESS.match(address):
+            fs.warn(f"{rel}: expected DDDD:BB:DD, got {address[:40]!r}")
+            continue
+        found.setdefault(address.lower(), name)
+    return found
+
+
+def _slot_of(address: str, slots: dict[str, str]) -> str | None:
+    """The slot holding the function at `address` (its device, or its whole bus)."""
+    device = address.rpartition(".")[0].lower()
+    return slots.get(device) or slots.get(device.rpartition(":")[0])
 
 
 def _read_class(fs: HostFS, rel: str) -> int | None:

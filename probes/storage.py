@@ -1,6 +1,7 @@
 """Storage: block devices with their path to the controller, their stacks, and the mounts.
 
-Assembles probes/block.py (devices), probes/storage_path.py (hops to the PCI function),
+Assembles probes/block.py (devices), probes/storage_path.py (hops to the PCI function, or
+probes/pmem.py's NUMA node for persistent memory outside PCI),
 probes/storage_links.py (SAS and SATA link rates of those hops),
 probes/stacks.py (md, dm, loop, btrfs, slaves/holders) and probes/mounts.py (mount table).
 """
@@ -12,8 +13,9 @@ from dataclasses import dataclass
 
 from probes.block import find_block_dirs, read_block_device
 from probes.hostfs import HostFS
-from probes.ids import block_id
+from probes.ids import MACHINE_ID, block_id
 from probes.mounts import mount_holding, mounts_by_point, probe_mounts
+from probes.pmem import local_parent
 from probes.stacks import backing_path, probe_btrfs, stack_edges, with_stack_info
 from probes.storage_links import with_links
 from probes.storage_path import StoragePaths
@@ -37,6 +39,8 @@ def probe_storage(fs: HostFS) -> StorageFound:
     devices: dict[str, BlockDevice] = {}
     for entry in entries:
         parent = block_id(entry.disk) if entry.disk is not None else paths.parent_of(entry.real)
+        if parent == MACHINE_ID:  # outside PCI: persistent memory sits on its NUMA node
+            parent = local_parent(fs, entry.real)
         devices[entry.name] = with_stack_info(fs, entry, read_block_device(fs, entry, parent))
     mounts = probe_mounts(fs, list(devices.values()))
     filesystems = probe_btrfs(fs)

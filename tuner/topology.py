@@ -182,6 +182,10 @@ class PciFunction(Node):
     link: PciLink | None = None
     irq: int | None = None
     msi_irqs: tuple[int, ...] = ()
+    virtual_function: bool = False  # an SR-IOV VF (it has `physfn`): its traffic is its PF's
+    slot: str | None = None  # the physical slot it sits in (sys/bus/pci/slots), when known
+    onboard_index: int | None = None  # SMBIOS type 41 instance: the firmware says it is on board
+    label: str | None = None  # the firmware's name for it ("Embedded NIC 1")
 
     @property
     def base_class(self) -> int | None:
@@ -237,6 +241,7 @@ class BlockDevice(Node):
     md: MdInfo | None = None
     dm: DmInfo | None = None
     loop: LoopInfo | None = None
+    pmem_mode: str | None = None  # persistent memory: fsdax, sector (BTT) or raw
 
     @property
     def kind(self) -> str:
@@ -263,6 +268,17 @@ class NetDevice(Node):
     virtual: bool = False
 
 
+@dataclass(frozen=True)
+class DaxDevice(Node):
+    """A device-dax character device (/dev/daxX.Y): persistent memory mapped whole, without a
+    block layer. Its parent is the NUMA node it is local to. With the kmem driver its memory
+    is system RAM of NUMA node `target_node` instead."""
+
+    size_bytes: int | None = None
+    driver: str | None = None  # device_dax, or kmem (system RAM)
+    target_node: int | None = None
+
+
 NODE_TYPES: tuple[type[Node], ...] = (
     Machine,
     NumaNode,
@@ -271,6 +287,7 @@ NODE_TYPES: tuple[type[Node], ...] = (
     StoragePort,
     BlockDevice,
     NetDevice,
+    DaxDevice,
 )
 
 # --- records outside the tree -------------------------------------------------------------
@@ -326,13 +343,26 @@ class Irq:
 
 
 @dataclass(frozen=True)
+class CpuPlace:
+    """Where one CPU (a hardware thread) sits: its core and its package (socket), each named by
+    the first CPU in it, and the socket's number where the kernel knows it."""
+
+    cpu: int
+    core: int | None = None  # first CPU of core_cpus_list (thread_siblings_list)
+    package: int | None = None  # first CPU of package_cpus_list (core_siblings_list)
+    socket: int | None = None  # physical_package_id
+
+
+@dataclass(frozen=True)
 class CpuInfo:
-    """Host CPUs: online list, model name and cpufreq governors (cpu, governor)."""
+    """Host CPUs: online list, model name, cpufreq governors (cpu, governor), and the socket
+    and core of each online CPU (empty where sysfs has no topology directory)."""
 
     online: tuple[int, ...] = ()
     model_name: str | None = None
     governors: tuple[tuple[int, str], ...] = ()
     max_mhz: float | None = None
+    places: tuple[CpuPlace, ...] = ()
 
     @property
     def governor(self) -> str | None:
@@ -475,7 +505,8 @@ class Topology:
         return None
 
     def numa_node_of(self, node_id: str) -> int | None:
-        """The NUMA node a device is local to, from the nearest PCI function that knows it.
+        """The NUMA node a device is local to: the node it hangs from, or the one the nearest PCI
+        function knows.
 
         A function reporting -1 (no locality) is placed by its local CPUs when they fall inside
         exactly one node; on a one-node machine everything is local to that node.
@@ -483,6 +514,8 @@ class Topology:
         numa = self._numa_nodes
         chain = [self.node(node_id), *self.ancestors(node_id)]
         for node in chain:
+            if isinstance(node, NumaNode):  # persistent memory hangs from its node
+                return node.os_index
             if isinstance(node, PciFunction):
                 if node.numa_node is not None and node.numa_node >= 0:
                     return node.numa_node

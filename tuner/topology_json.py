@@ -10,6 +10,7 @@ from tuner.topology import (
     NODE_TYPES,
     SCHEMA_VERSION,
     BlockDevice,
+    DaxDevice,
     NetDevice,
     Node,
     NumaNode,
@@ -25,10 +26,20 @@ def to_document(topology: Topology) -> dict[str, Any]:
     return {
         "schema_version": topology.schema_version,
         "root": topology.root,
-        "numa_nodes": [_numa_row(n) for n in topology.of_type(NumaNode)],
+        "numa_nodes": [_numa_row(topology, n) for n in topology.of_type(NumaNode)],
         "pci_devices": [_pci_row(topology, f) for f in topology.of_type(PciFunction)],
         "block_devices": [_block_row(topology, b) for b in topology.of_type(BlockDevice)],
         "net_devices": [_net_row(topology, n) for n in topology.of_type(NetDevice)],
+        "dax_devices": [
+            {
+                "name": dax.name,
+                "size_bytes": dax.size_bytes,
+                "driver": dax.driver,
+                "target_node": dax.target_node,
+                "numa_node": topology.numa_node_of(dax.id),
+            }
+            for dax in topology.of_type(DaxDevice)
+        ],
         "irqs": [
             {
                 "irq": irq.irq,
@@ -71,10 +82,15 @@ def from_document(doc: dict[str, Any]) -> Topology:
     return dataclasses.replace(topology, nodes=tuple(nodes))
 
 
-def _numa_row(node: NumaNode) -> dict[str, Any]:
+def _numa_row(topology: Topology, node: NumaNode) -> dict[str, Any]:
+    mine = set(node.cpus)
+    places = [p for p in topology.cpu.places if p.cpu in mine]
+    known = bool(places) and len(places) == len(node.cpus)
     return {
         "id": node.os_index,
         "cpus": list(node.cpus),
+        "sockets": sorted({p.socket for p in places if p.socket is not None}) if known else None,
+        "cores": len({p.core for p in places}) if known else None,
         "memory_bytes": node.memory_bytes,
         "distances": list(node.distances),
     }
@@ -94,6 +110,10 @@ def _pci_row(topology: Topology, fn: PciFunction) -> dict[str, Any]:
         "numa_node": topology.numa_node_of(fn.id),
         "local_cpus": list(fn.local_cpus),
         "parent": parent.address if isinstance(parent, PciFunction) else None,
+        "slot": fn.slot,
+        "onboard_index": fn.onboard_index,
+        "label": fn.label,
+        "virtual_function": fn.virtual_function,
         "link": None
         if link is None
         else {

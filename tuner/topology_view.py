@@ -13,6 +13,7 @@ from rich.tree import Tree
 from probes.pci import pci_class_name
 from tuner.topology import (
     BlockDevice,
+    DaxDevice,
     Irq,
     Machine,
     NetDevice,
@@ -48,7 +49,9 @@ def render_topology(topology: Topology, section: str | None = None) -> Renderabl
                 branch = root.add(Text(f"PCI {bridge.domain}:{bridge.bus}", style="bold cyan"))
                 _pci_children(branch, topology, bridge.id, keep, section)
     if show & {"storage"} or section is None:
-        _virtual_block(root, topology)
+        # The whole tree shows persistent memory under its NUMA node; the storage section
+        # has no NUMA branch, so it lists them here, with their node.
+        _virtual_block(root, topology, local_too=section == "storage")
     if show & {"net"} or section is None:
         _virtual_net(root, topology)
     parts.append(root)
@@ -68,17 +71,62 @@ def _numa_branch(root: Tree, topology: Topology) -> None:
     for node in topology.of_type(NumaNode):
         cpus = f"CPUs {cpulist(node.cpus)}" if node.cpus else "no CPUs (memory only)"
         label = Text.assemble((f"NUMA node {node.os_index}", "bold green"), f"  {cpus}")
+        cores = _cpu_summary(topology, node)
+        if cores:
+            label.append(f"  {cores}")
         if node.memory_bytes:
             label.append(f"  {human_bytes(node.memory_bytes)}")
         if len(node.distances) > 1:
             label.append(f"  distances {' '.join(map(str, node.distances))}", style="dim")
-        root.add(label)
+        branch = root.add(label)
+        for child in topology.children(node.id):
+            if isinstance(child, DaxDevice):
+                branch.add(_dax_label(child))
+            elif isinstance(child, BlockDevice) and child.partition is None:
+                branch.add(_block_label(topology, child))
     cpu = topology.cpu
     if cpu.model_name or cpu.governors:
         label = Text(f"CPU {cpu.model_name or '?'}", style="dim")
         if cpu.governors:
             label.append(f"  governor {cpu.governor or 'mixed'}")
         root.add(label)
+
+
+def _cpu_summary(topology: Topology, node: NumaNode) -> str | None:
+    """'socket 0, 8 cores, 16 threads': what lstopo draws for a node's CPUs, in words."""
+    places = {place.cpu: place for place in topology.cpu.places}
+    mine = [places[cpu] for cpu in node.cpus if cpu in places]
+    if not mine or len(mine) < len(node.cpus):
+        return None
+    parts = []
+    packages = {place.package for place in mine}
+    sockets = {place.socket for place in mine}
+    if None not in packages:
+        if None not in sockets and len(sockets) == len(packages):
+            word = "socket" if len(sockets) == 1 else "sockets"
+            parts.append(f"{word} {cpulist(s for s in sockets if s is not None)}")
+        else:
+            parts.append(_count(len(packages), "socket"))
+    cores = {place.core for place in mine}
+    if None not in cores:
+        parts.append(_count(len(cores), "core"))
+    parts.append(_count(len(mine), "thread"))
+    return ", ".join(parts)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _dax_label(dev: DaxDevice) -> Text:
+    """A device-dax device: persistent memory mapped whole, or handed to the kernel as RAM."""
+    label = Text.assemble((dev.name, "bold"), f"  {human_bytes(dev.size_bytes)}")
+    if dev.driver == "kmem":
+        node = "" if dev.target_node is None else f" of NUMA node {dev.target_node}"
+        label.append(f"  persistent memory as system RAM{node} (kmem)")
+    else:
+        label.append("  persistent memory, devdax (character device)")
+    return label
 
 
 # -- PCI tree --------------------------------------------------------------------------------
@@ -168,6 +216,9 @@ def _pci_label(topology: Topology, fn: PciFunction) -> Text:
         label.append(f" {fn.vendor_name or ''} {fn.device_name or ''}".rstrip())
     if fn.driver:
         label.append(f"  driver {fn.driver}", style="dim")
+    where = _placement(fn)
+    if where:
+        label.append(f"  {where}", style="dim")
     link = fn.link
     if link is not None and link.width:
         text = f"  x{link.width} {link.speed_gts or '?'} GT/s = {human_rate(link.usable_mbps)}"
@@ -180,6 +231,16 @@ def _pci_label(topology: Topology, fn: PciFunction) -> Text:
     if numa is not None and len(topology.of_type(NumaNode)) > 1:
         label.append(f"  node {numa}", style="green")
     return label
+
+
+def _placement(fn: PciFunction) -> str | None:
+    """Where the firmware says the function is: its slot, or on the board, with its label."""
+    name = f" '{fn.label}'" if fn.label else ""
+    if fn.slot is not None:
+        return f"slot {fn.slot}{name}"
+    if fn.onboard_index is not None:
+        return f"on board{name}"
+    return name.strip() or None
 
 
 def _block_label(topology: Topology, dev: BlockDevice) -> Text:
@@ -219,6 +280,8 @@ def _medium(dev: BlockDevice) -> str | None:
     """HDD or SSD from the queue's rotational flag, except where that flag misleads."""
     if dev.major == _OPTICAL_MAJOR or dev.name.startswith("sr"):
         return "optical"
+    if dev.pmem_mode is not None:
+        return f"persistent memory, {dev.pmem_mode}"
     if dev.name.startswith(("pmem", "dax")):
         return "persistent memory"
     if dev.rotational is None:
@@ -258,17 +321,23 @@ def _irq_summary(irqs: list[Irq]) -> Text | None:
 # -- devices outside the PCI tree ------------------------------------------------------------
 
 
-def _virtual_block(root: Tree, topology: Topology) -> None:
+def _virtual_block(root: Tree, topology: Topology, *, local_too: bool) -> None:
     # Size 0 is an unbound loop device or an unconfigured zram/ram disk: a free slot, not storage.
     virtual = [
         d
         for d in topology.of_type(BlockDevice)
         if topology.pci_function_of(d.id) is None and d.partition is None and d.size_bytes
     ]
+    if not local_too:
+        virtual = [d for d in virtual if not isinstance(topology.node(d.parent or ""), NumaNode)]
     if virtual:
         branch = root.add(Text("Block devices outside PCI", style="bold cyan"))
         for dev in virtual:
-            branch.add(_block_label(topology, dev))
+            label = _block_label(topology, dev)
+            node = topology.node(dev.parent or "")
+            if isinstance(node, NumaNode):
+                label.append(f"  node {node.os_index}", style="green")
+            branch.add(label)
 
 
 def _virtual_net(root: Tree, topology: Topology) -> None:

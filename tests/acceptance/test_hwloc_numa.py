@@ -52,13 +52,29 @@ def expected_from_xml(path: Path) -> dict[int, tuple[int, ...]]:
     return result
 
 
-def expected(dump: str) -> dict[int, tuple[int, ...]]:
-    """What hwloc's own expected output for a dump says about its NUMA nodes."""
+def target_of(dump: str) -> Path:
+    """hwloc's expected output for a dump, as its `.test` file names it."""
     test_file = HWLOC_FIXTURES / f"{dump}.test"
     target = re.search(r"^target:\s*(\S+)", test_file.read_text(), re.M)
     assert target, test_file
-    path = HWLOC_FIXTURES / target.group(1)
+    return HWLOC_FIXTURES / target.group(1)
+
+
+def expected(dump: str) -> dict[int, tuple[int, ...]]:
+    """What hwloc's own expected output for a dump says about its NUMA nodes."""
+    path = target_of(dump)
     return expected_from_xml(path) if path.suffix == ".xml" else expected_from_console(path)
+
+
+def hwloc_counts(dump: str) -> tuple[int, int, int]:
+    """(packages, cores, PUs) hwloc shows for a dump; a console line may hold several objects
+    ("Core L#0 + PU L#0"), so objects are counted, not lines."""
+    path = target_of(dump)
+    if path.suffix == ".xml":
+        kinds = [obj.get("type") for obj in ET.parse(path).iter("object")]
+        return kinds.count("Package"), kinds.count("Core"), kinds.count("PU")
+    text = path.read_text()
+    return tuple(len(re.findall(rf"\b{kind} L#", text)) for kind in ("Package", "Core", "PU"))  # type: ignore[return-value]
 
 
 @pytest.mark.parametrize("dump", HWLOC_DUMPS)
@@ -66,6 +82,15 @@ def test_numa_nodes_and_cpus_match_hwloc(hwloc_root, dump: str) -> None:  # type
     topology = probe_host(HostFS(hwloc_root(dump)))
     ours = {node.os_index: node.cpus for node in topology.of_type(NumaNode)}
     assert ours == expected(dump)
+
+
+@pytest.mark.parametrize("dump", HWLOC_DUMPS)
+def test_sockets_cores_and_threads_match_hwloc(hwloc_root, dump: str) -> None:  # type: ignore[no-untyped-def]
+    fs = HostFS(hwloc_root(dump))
+    places = probe_host(fs).cpu.places
+    ours = (len({p.package for p in places}), len({p.core for p in places}), len(places))
+    assert ours == hwloc_counts(dump)
+    assert not [w for w in fs.warnings if "/topology/" in w]
 
 
 @pytest.mark.parametrize("dump", HWLOC_DUMPS)

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from probes.hostfs import HostFS
+from probes.hostfs import HostFS, parse_cpumask
 from probes.ids import MACHINE_ID, pci_id
+from probes.numa import numa_id
+from probes.pmem import probe_dax
 from probes.storage import StorageFound, probe_storage
 from tests.conftest import HWLOC_DUMPS, HWLOC_FIXTURES
 from tuner.topology import BlockDevice, StoragePort
@@ -48,26 +50,39 @@ def console_disks(text: str) -> Iterator[Disk]:
             yield match.group(2), pci_stack[-1][1] if pci_stack else None
 
 
-def xml_disks(path: Path) -> Iterator[Disk]:
-    """Storage OSDevs (not DAX character devices) of an lstopo XML with their PCIDev above."""
+def xml_osdevs(path: Path, dax: bool = False) -> Iterator[Disk]:
+    """Storage OSDevs of an lstopo XML (with `dax`, the DAX character devices instead), each
+    with the PCIDev above it, or the NUMA node of the package it hangs from outside PCI."""
 
-    def walk(obj: ET.Element, busid: str | None) -> Iterator[Disk]:
+    def walk(obj: ET.Element, above: str | None) -> Iterator[Disk]:
         if obj.get("type") == "OSDev":
             kind = int(obj.get("osdev_type", "0"))
-            if kind & _OSDEV_STORAGE and not kind & _OSDEV_MEMORY:
-                yield obj.get("name", ""), busid
-        busid = obj.get("pci_busid", busid) if obj.get("type") == "PCIDev" else busid
+            if kind & _OSDEV_STORAGE and bool(kind & _OSDEV_MEMORY) == dax:
+                yield obj.get("name", ""), above
+        if obj.get("type") == "PCIDev":
+            above = pci_id(obj.get("pci_busid", ""))
+        elif (node := _single_node(obj.get("nodeset"))) is not None and above is None:
+            above = numa_id(node)
         for child in obj.findall("object"):
-            yield from walk(child, busid)
+            yield from walk(child, above)
 
     yield from walk(ET.parse(path).getroot(), None)
 
 
+def _single_node(nodeset: str | None) -> int | None:
+    """The NUMA node of an object whose nodeset holds exactly one (a package's)."""
+    if not nodeset:
+        return None
+    nodes = parse_cpumask(",".join(w.removeprefix("0x") for w in nodeset.split(",")))
+    return nodes[0] if len(nodes) == 1 else None
+
+
 def hwloc_disks(name: str) -> list[Disk]:
+    """(disk, the tree id hwloc hangs it from: pci:ADDRESS, numa:N, or None for the machine)."""
     target = expected_output(name)
     if target.suffix == ".xml":
-        return list(xml_disks(target))
-    return list(console_disks(target.read_text()))
+        return list(xml_osdevs(target))
+    return [(disk, busid and pci_id(busid)) for disk, busid in console_disks(target.read_text())]
 
 
 def above_hops(found: StorageFound, name: str) -> str | None:
@@ -100,10 +115,21 @@ def test_probing_every_dump_does_not_raise(hwloc_root: RootOf, name: str) -> Non
 def test_disks_sit_on_the_pci_function_hwloc_shows(hwloc_root: RootOf, name: str) -> None:
     found = probe_storage(HostFS(hwloc_root(name)))
     names = {n.name for n in found.nodes if isinstance(n, BlockDevice)}
-    for disk, busid in hwloc_disks(name):
+    for disk, above in hwloc_disks(name):
         assert disk in names, disk
-        expected = pci_id(busid) if busid is not None else MACHINE_ID
-        assert above_hops(found, disk) == expected, disk
+        assert above_hops(found, disk) == (above or MACHINE_ID), disk
+
+
+def test_dax_devices_sit_on_the_node_hwloc_shows(hwloc_root: RootOf) -> None:
+    # hwloc lists device-dax devices, not those the kmem driver turned into system RAM.
+    name = "32em64t-2n8c+dax+nvme+mic+dimms"
+    ours = {d.name: d for d in probe_dax(HostFS(hwloc_root(name)))}
+    theirs = dict(xml_osdevs(expected_output(name), dax=True))
+    assert theirs == {"dax0.0": "numa:0", "dax1.3": "numa:1"}
+    assert {n: d.parent for n, d in ours.items() if d.driver != "kmem"} == theirs
+    assert (ours["dax1.4"].driver, ours["dax1.4"].parent, ours["dax1.4"].target_node) == (
+        "kmem", "numa:1", 5,
+    )  # fmt: skip
 
 
 def test_console_parser_on_a_small_sample() -> None:

@@ -28,6 +28,29 @@ def test_advise_runs_cleanly_on_every_hwloc_dump(hwloc_root, dump: str) -> None:
             assert "{" not in finding["evidence"], finding["evidence"]
 
 
+@pytest.mark.parametrize("workload", ["stream-read", "disk-to-network"])
+def test_an_onboard_nic_whose_link_carries_its_ports_is_no_critical_finding(
+    hwloc_root, workload: str
+) -> None:  # type: ignore[no-untyped-def]
+    # hwloc's 32intel64 capture: the X722 built into the board (SMBIOS lists it on board)
+    # trained x1 2.5 GT/s of 8 GT/s, 250 MB/s for the 125 MB/s of its 1 Gb/s port.
+    root = hwloc_root("32intel64-2p8co2t+8ve")
+    result = iotuner("advise", "--root", str(root), "--workload", workload, "--json")
+    findings = json.loads(result.stdout)["findings"]
+    x722 = [f for f in findings if f["target"] in ("0000:60:00.0", "0000:60:00.1")]
+    assert {(f["target"], f["rule"], f["severity"]) for f in x722} == {
+        ("0000:60:00.0", "nic-onboard-link-downtrained", "info"),
+        ("0000:60:00.1", "nic-onboard-link-downtrained", "info"),
+    }
+    for finding in x722:
+        assert "250 MB/s" in finding["evidence"] and "125 MB/s" in finding["evidence"]
+        assert "on-board device 0 'Intel Ethernet X772'" in finding["evidence"]
+        assert "cannot change slots" in finding["recommendation"]
+        assert "Move" not in finding["recommendation"]
+    assert not [f for f in findings if f["severity"] == "critical"]
+    assert result.returncode == 0
+
+
 def test_explain_lists_every_rule_with_its_outcome(hwloc_root) -> None:  # type: ignore[no-untyped-def]
     root = hwloc_root("32em64t-2n8c+dax+nvme+mic+dimms")
     doc = json.loads(iotuner("advise", "--root", str(root), "--explain", "--json").stdout)

@@ -4,10 +4,18 @@ A directory of one's own (not /dev/shm itself, where tests/loopdev.py and other 
 theirs) makes a hardware class only these devices share. Every device is handed out with a
 never-used device's queue, put back as found when attached (loop devices keep their queue
 after a detach) and detached at the end, the directory removed, whatever the test did.
+
+A new device takes its size, and with it its class, only after its queue was reset: it is
+attached over a 1 MiB file, reset, and then grown to its size (`losetup --set-capacity`, whose
+change event a watching daemon acts on). Reset at its full size, a daemon holding that class
+could be giving it the plan at the same moment, and since Linux 6.18 a write of nr_requests
+or of the scheduler while another is under way on the same queue is refused with EBUSY
+("cannot reset loop1's queue: loop1 nr_requests=128: Device or resource busy").
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import uuid
@@ -15,6 +23,8 @@ from contextlib import suppress
 from pathlib import Path
 
 from tests.loopdev import SETTINGS, make_fresh, need_root
+
+HIDDEN_MB = 1  # a new device's size while its queue is reset: no test's class has it
 
 
 def queue_value(name: str, attr: str) -> str:
@@ -31,7 +41,8 @@ class Loops:
     def __init__(self) -> None:
         need_root()
         self.dirs: list[Path] = []
-        self._found: dict[str, dict[str, str]] = {}  # device -> its queue right after attach
+        # device -> its queue right after attach, put back before it is detached
+        self.found: dict[str, dict[str, str]] = {}
 
     def directory(self) -> Path:
         """A new private directory below /dev/shm."""
@@ -41,21 +52,30 @@ class Loops:
         return path
 
     def attach(self, directory: Path, size_mb: int, file: str | None = None) -> str:
-        """A loop device over `directory/file` (made `size_mb` MiB if new); its kernel name."""
+        """A loop device over `directory/file` (made `size_mb` MiB if new); its kernel name.
+
+        A new file reaches `size_mb` only once the device's queue is fresh (see above); a file
+        that exists is attached whole at once, so re-attach one only where no daemon process
+        watches its class (test_hotplug.py drives the daemon's holder itself)."""
+        assert size_mb != HIDDEN_MB, f"{HIDDEN_MB} MiB is the size of a device being reset"
         backing = directory / (file or f"d{uuid.uuid4().hex[:6]}.img")
-        if not backing.exists():
+        new = not backing.exists()
+        if new:
             with backing.open("wb") as f:
-                f.truncate(size_mb << 20)
+                f.truncate(HIDDEN_MB << 20)
         device = subprocess.run(["losetup", "--find", "--show", str(backing)], check=True,
                                 capture_output=True, text=True).stdout.strip()  # fmt: skip
         name = device.removeprefix("/dev/")
-        self._found[name] = {s: queue_value(name, s) for s in SETTINGS}
+        self.found[name] = {s: queue_value(name, s) for s in SETTINGS}
         make_fresh(name)
+        if new:
+            os.truncate(backing, size_mb << 20)
+            subprocess.run(["losetup", "--set-capacity", device], check=True, capture_output=True)
         return name
 
     def detach(self, name: str) -> None:
         """Put the device's queue back as found, then detach it."""
-        found = self._found.pop(name, None)
+        found = self.found.pop(name, None)
         if found is not None:
             for setting in SETTINGS:  # the scheduler first: it resets nr_requests
                 with suppress(OSError):
@@ -64,7 +84,7 @@ class Loops:
 
     def close(self) -> None:
         """Detach every device still attached and remove the directories."""
-        for name in list(self._found):
+        for name in list(self.found):
             self.detach(name)
         for path in self.dirs:
             shutil.rmtree(path, ignore_errors=True)

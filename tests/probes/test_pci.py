@@ -368,3 +368,51 @@ def test_functions_outside_any_host_bridge_directory_get_their_bus_as_host_bridg
     host = nodes[pci_bus_id("0004", "05")]
     assert isinstance(host, PciHostBridge) and host.parent == MACHINE_ID
     assert nodes[pci_id("0035:04:00.0")].parent == pci_bus_id("0035", "04")
+
+
+def test_slots_onboard_index_label_and_virtual_functions(tree: SysTree) -> None:
+    add_function(tree, "pci0000:00/0000:00:03.0", {"class": "0x060400"})
+    add_function(tree, "pci0000:00/0000:00:03.0/0000:05:00.0", {"class": "0x020000"})
+    add_function(tree, "pci0000:00/0000:00:1c.0", {"class": "0x060400"})
+    lom = add_function(tree, "pci0000:00/0000:00:1c.0/0000:06:00.0", {"class": "0x020000"},
+                       index=1, label="LOM 1G I350-BT2 (LAN1)")  # fmt: skip
+    vf = add_function(tree, "pci0000:00/0000:00:1c.0/0000:06:10.0", {"class": "0x020000"})
+    tree.link_to(f"{vf}/physfn", lom)
+    tree.files("sys/bus/pci/slots/6", {"address": "0000:05:00"})
+    tree.files("sys/bus/pci/slots/7", {"address": "0000:07"})  # a slot holding a whole bus
+    add_function(tree, "pci0000:00/0000:00:1d.0", {"class": "0x060400"})
+    add_function(tree, "pci0000:00/0000:00:1d.0/0000:07:00.3", {"class": "0x010802"})
+    fs = HostFS(tree.root)
+    nodes = {n.id: n for n in probe_pci(fs) if isinstance(n, PciFunction)}
+    card, onboard, virtual = (
+        nodes[pci_id(a)] for a in ("0000:05:00.0", "0000:06:00.0", "0000:06:10.0")
+    )
+    assert (card.slot, card.onboard_index, card.label) == ("6", None, None)
+    assert (onboard.slot, onboard.onboard_index, onboard.label) == (
+        None, 1, "LOM 1G I350-BT2 (LAN1)",
+    )  # fmt: skip
+    assert (onboard.virtual_function, virtual.virtual_function) == (False, True)
+    assert nodes[pci_id("0000:07:00.3")].slot == "7"
+    assert fs.warnings == []
+
+
+@pytest.mark.parametrize(
+    ("files", "warning"),
+    [
+        ({"label": "Embedded\x1b[2J NIC"}, "label: not a name"),
+        ({"label": "x" * 65}, "label: not a name"),
+        ({"index": "-1"}, "index: -1 is implausible"),
+        ({"index": "1e9"}, "index: expected an integer"),
+    ],
+)
+def test_hostile_firmware_names_are_warnings_not_facts(
+    tree: SysTree, files: Attrs, warning: str
+) -> None:
+    add_function(tree, NIC.rsplit("/", 1)[0], {"class": "0x060400"})
+    add_function(tree, NIC, {"class": "0x020000", **files})
+    tree.files("sys/bus/pci/slots/1", {"address": "not an address"})
+    fs = HostFS(tree.root)
+    nic = next(n for n in probe_pci(fs) if isinstance(n, PciFunction) and n.name == "0000:02:00.0")
+    assert (nic.label, nic.onboard_index, nic.slot) == (None, None, None)
+    assert any(warning in w for w in fs.warnings), fs.warnings
+    assert any("slots/1/address: expected DDDD:BB:DD" in w for w in fs.warnings)

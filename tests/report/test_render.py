@@ -1,6 +1,6 @@
 """`iotuner report` end to end, drawn by headless Chromium: not blank, no console errors.
 
-CI installs Debian's chromium (scripts/setup); where it is missing locally these tests skip.
+CI installs Debian's chromium (scripts/setup --dev); where it is missing locally these tests skip.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tests.report.conftest import SCENARIO, WORKLOAD
 from tests.report.samples import bottleneck_doc, sweep_doc, tune_doc
 
 needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="chromium not installed (scripts/setup installs Debian's chromium)"
+    CHROMIUM is None, reason="no chromium (scripts/setup --dev installs Debian's chromium)"
 )
 
 

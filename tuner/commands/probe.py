@@ -38,10 +38,10 @@ class Section(StrEnum):
 # Which flat lists of the JSON document belong to each section.
 SECTION_KEYS = {
     Section.pci: ("pci_devices",),
-    Section.storage: ("block_devices", "mounts", "filesystems", "edges"),
+    Section.storage: ("block_devices", "dax_devices", "mounts", "filesystems", "edges"),
     Section.net: ("net_devices", "tcp"),
     Section.irq: ("irqs",),
-    Section.numa: ("numa_nodes", "cpu"),
+    Section.numa: ("numa_nodes", "dax_devices", "cpu"),
 }
 
 

@@ -123,7 +123,16 @@ FACTS: dict[str, dict[str, str]] = {
         "link_max_mbps": "usable MB/s at the device's maximum",
         "downtrained": "True when the link runs slower or narrower than the device allows",
         "link_fraction": "link_mbps / link_max_mbps (1.0 at the device's maximum)",
-        "demand_mbps": "what the devices below it can stream together",
+        "demand_mbps": "what the devices below it can stream together (a NIC: the ports of every "
+        "function on its link at their link speed)",
+        "link_short": "True when link_mbps is below demand_mbps; False when it is not, or when "
+        "demand_mbps is unknown (nothing shows the link short)",
+        "link_starved": "True when the link is below half its maximum and short (link_fraction "
+        "< 0.5 and link_short)",
+        "built_in": "True when it is part of the board and cannot move to another slot: the "
+        "firmware lists it on board (SMBIOS type 41), or it sits on a root bus in no slot",
+        "built_in_because": "why it counts as built in, for evidence",
+        "slot": "the physical slot it sits in, when the firmware names one",
         "numa_node": "its NUMA node",
     },
     "path": {
@@ -183,7 +192,7 @@ _SYSCTL_FACTS = (
 )  # fmt: skip
 _PCIE_FACTS = (
     "link_speed_gts", "link_width", "link_max_speed_gts", "link_max_width", "link_mbps",
-    "link_max_mbps", "downtrained", "link_fraction",
+    "link_max_mbps", "downtrained", "link_fraction", "link_short", "link_starved",
 )  # fmt: skip
 
 UNKNOWN_HINTS: dict[str, str] = {

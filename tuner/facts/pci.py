@@ -7,7 +7,7 @@ from tuner.facts.index import TopologyIndex
 from tuner.facts.links import pcie_max_mbps, pcie_mbps
 from tuner.facts.paths import demand_mbps
 from tuner.facts.target import Target
-from tuner.topology import PciFunction, PciLink
+from tuner.topology import PciFunction, PciHostBridge, PciLink
 
 KIND = "pci_function"
 
@@ -25,10 +25,59 @@ def link_fraction(link: PciLink | None) -> float | None:
     return round(now / best, 2) if now and best else None
 
 
+def link_partners(ix: TopologyIndex, fn: PciFunction) -> list[PciFunction]:
+    """The functions one link carries: every function of `fn`'s device (itself included).
+
+    Functions 0000:60:00.0 and 0000:60:00.1 are two ports of one chip behind one link. SR-IOV
+    virtual functions are left out: their traffic is their physical function's.
+    """
+    device = fn.address.rpartition(".")[0]
+    partners = [
+        other
+        for other in ix.topology.children(fn.parent)
+        if isinstance(other, PciFunction)
+        and other.address.rpartition(".")[0] == device
+        and not other.virtual_function
+    ]
+    return partners or [fn]
+
+
 def nic_demand_mbps(ix: TopologyIndex, fn: PciFunction) -> float | None:
-    """What a network controller's interfaces carry one way at link speed (10 Gb/s: 1250 MB/s)."""
-    speeds = [nic.speed_mbps for nic in ix.below_of(fn.id).nics if nic.speed_mbps]
+    """What the interfaces on a network controller's link carry one way at their link speed
+    (two 10 Gb/s ports: 2500 MB/s); ports whose speed is unknown (link down) count nothing."""
+    speeds = [
+        nic.speed_mbps
+        for partner in link_partners(ix, fn)
+        for nic in ix.below_of(partner.id).nics
+        if nic.speed_mbps
+    ]
     return round(sum(speeds) / 8, 1) if speeds else None
+
+
+def built_in(ix: TopologyIndex, fn: PciFunction) -> str | None:
+    """Why a function is part of the board and cannot move to another slot; None if it can.
+
+    The firmware's SMBIOS type 41 records (sysfs `index`) list on-board devices only; a
+    function of the same chip counts too. A PCIe endpoint straight on a root bus is integrated
+    in the root complex or chipset, unless the firmware names a slot for it (a virtual
+    machine's devices sit in slots on its root bus).
+    """
+    for partner in link_partners(ix, fn):
+        if partner.onboard_index is not None:
+            label = f" '{partner.label}'" if partner.label else ""
+            return f"the firmware lists it as on-board device {partner.onboard_index}{label}"
+    parent = ix.topology.node(fn.parent) if fn.parent else None
+    if fn.slot is None and isinstance(parent, PciHostBridge):
+        return f"it sits on root bus {parent.domain}:{parent.bus}, in no slot"
+    return None
+
+
+def link_short(link_mbps: float | None, demand: float | None) -> bool | None:
+    """True when the link carries less than what is below it needs; False when it carries that,
+    or when that need is unknown (nothing shows the link short); None without a link."""
+    if link_mbps is None:
+        return None
+    return demand is not None and link_mbps < demand
 
 
 def function_facts(ix: TopologyIndex, fn: PciFunction, role: str) -> dict[str, object]:
@@ -37,6 +86,9 @@ def function_facts(ix: TopologyIndex, fn: PciFunction, role: str) -> dict[str, o
     demand = (
         demand_mbps(ix.below_of(fn.id), ix.rate) if role == "storage" else nic_demand_mbps(ix, fn)
     )
+    fraction = link_fraction(link)
+    short = link_short(pcie_mbps(link), demand)
+    why_built_in = built_in(ix, fn)
     return {
         "name": fn.address,
         "role": role,
@@ -48,8 +100,13 @@ def function_facts(ix: TopologyIndex, fn: PciFunction, role: str) -> dict[str, o
         "link_mbps": pcie_mbps(link),
         "link_max_mbps": pcie_max_mbps(link),
         "downtrained": downtrained(link),
-        "link_fraction": link_fraction(link),
+        "link_fraction": fraction,
         "demand_mbps": demand,
+        "link_short": short,
+        "link_starved": None if fraction is None or short is None else short and fraction < 0.5,
+        "built_in": why_built_in is not None,
+        "built_in_because": why_built_in,
+        "slot": fn.slot,
         "numa_node": ix.numa_node(fn.id),
     }
 
