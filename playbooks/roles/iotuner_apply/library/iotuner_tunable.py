@@ -47,12 +47,6 @@ options:
     description: Root of the C(/sys) and C(/proc) to use (C(/) live).
     type: str
     default: /
-  verify_only:
-    description: Only read the value back and fail when it is not the expected one (after a
-      batch is written, a later write may have moved an earlier value: on a rotational disk,
-      kernel 6.17+, max_sectors_kb raises read_ahead_kb). Never writes.
-    type: bool
-    default: false
 author: iotuner developers
 """
 
@@ -94,7 +88,6 @@ def main():
             "value": {"type": "raw", "required": True},
             "expected": {"type": "raw"},
             "root": {"type": "str", "default": "/"},
-            "verify_only": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
@@ -112,14 +105,6 @@ def main():
         raw_expected = module.params["expected"]
         before = tunables.read(key, target)
         expected = like(before, value if raw_expected is None else as_value(raw_expected))
-        if module.params["verify_only"]:
-            if before != expected and not module.check_mode:
-                module.fail_json(
-                    msg=f"{shown}: reads {format_value(before)} once the batch is written, "
-                    f"not {format_value(expected)} (moved by a later write of the batch, or by "
-                    "another process)"
-                )
-            module.exit_json(key=key, target=target, changed=False, after=format_value(before))
         result = {
             "key": key,
             "target": target,

@@ -1,0 +1,104 @@
+#!/usr/bin/python
+"""Ansible module: read a whole batch of iotuner tunables back once all of it is written."""
+
+from __future__ import annotations
+
+import re
+import sys
+import traceback
+from pathlib import Path
+
+from ansible.module_utils.basic import AnsibleModule
+
+try:
+    from tuner.tunables.access import Tunables, as_value, format_value
+    from tuner.tunables.base import TunableError
+
+    IMPORT_ERROR = None
+except ImportError:  # reported by main(): iotuner is not installed for this interpreter
+    IMPORT_ERROR = traceback.format_exc()
+
+DOCUMENTATION = r"""
+module: iotuner_readback
+short_description: Check that every live value of a batch holds once all of it is written
+description:
+  - One write can move another value (a scheduler resets nr_requests; on a rotational disk,
+    kernel 6.17 and later, writing max_sectors_kb raises read_ahead_kb). The role writes its
+    batch in an order that avoids it; this module reads every value back afterwards, in one
+    run, and fails naming the first that does not hold. It never writes.
+options:
+  settings:
+    description: The batch, as the role renders it; each item has key, target and expected
+      (what reading back should give).
+    type: list
+    elements: dict
+    required: true
+  root:
+    description: Root of the C(/sys) and C(/proc) to use (C(/) live).
+    type: str
+    default: /
+author: iotuner developers
+"""
+
+EXAMPLES = r"""
+- name: Read the whole batch back
+  iotuner_readback:
+    settings: "{{ iotuner_apply_rendered.live }}"
+"""
+
+RETURN = r"""
+read:
+  description: What each setting reads, as text, in the order given.
+  returned: always
+  type: list
+"""
+
+
+def like(model, value):
+    """`value` as the type reading gives: an older Ansible may template 4092 into "4092"."""
+    if isinstance(model, int) and isinstance(value, str) and re.fullmatch(r"[0-9]+", value.strip()):
+        return int(value)
+    if isinstance(model, tuple) and isinstance(value, str):
+        return tuple(int(word) for word in value.replace(",", " ").strip("[]() ").split())
+    return value
+
+
+def main():
+    """Read every setting back; fail on the first that moved."""
+    module = AnsibleModule(
+        argument_spec={
+            "settings": {"type": "list", "elements": "dict", "required": True},
+            "root": {"type": "str", "default": "/"},
+        },
+        supports_check_mode=True,
+    )
+    if IMPORT_ERROR is not None:
+        module.fail_json(
+            msg=f"iotuner is not installed for {sys.executable} (set ansible_python_interpreter "
+            "to the python that has it)",
+            exception=IMPORT_ERROR,
+        )
+    tunables = Tunables(Path(module.params["root"]))
+    read = []
+    for item in module.params["settings"]:
+        key, target = str(item.get("key")), str(item.get("target"))
+        shown = f"{key} on {target}"
+        try:
+            now = tunables.read(key, target)
+            expected = like(now, as_value(item.get("expected", item.get("value"))))
+        except (TunableError, ValueError) as err:
+            module.fail_json(msg=str(err) if isinstance(err, TunableError) else f"{shown}: {err}")
+        read.append(format_value(now))
+        # In check mode nothing was written: what reads differently is what would change.
+        if now != expected and not module.check_mode:
+            module.fail_json(
+                msg=f"{shown}: reads {format_value(now)} once the batch is written, not "
+                f"{format_value(expected)} (moved by a later write of the batch, or by another "
+                "process)",
+                read=read,
+            )
+    module.exit_json(changed=False, read=read)
+
+
+if __name__ == "__main__":
+    main()
