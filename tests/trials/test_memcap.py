@@ -76,7 +76,8 @@ class CgroupWatch:
 
 def test_the_trials_page_cache_stays_under_production_share(loops: Loops) -> None:
     """256 MiB of data, production caches an eighth (--data-set 2 GiB, --cache-memory
-    256 MiB): the trial's cgroup holds 32 MiB of page cache plus fio's own memory. The same
+    256 MiB): the trial's cgroup holds 32 MiB of page cache, full, whatever fio itself uses
+    (before, a fixed 48 MiB allowance for fio left it room to cache twice its share). The same
     trial without the model (the control) caches far more: the cgroup is what bounds it."""
     path = data_file(loops, 256 * MiB)
     target = TrialTarget.file(path)
@@ -85,10 +86,10 @@ def test_the_trials_page_cache_stays_under_production_share(loops: Loops) -> Non
         result = run_trial(target, RANDOM, None, runtime_s=2, ramp_s=0, cache=model)
     assert result.cache_limit_bytes == 32 * MiB
     ((name, (most, limit)),) = watch.seen.items()
-    assert most > 16 * MiB, "the reader filled its cache: the test shows something"
-    assert most <= limit, "the kernel kept the page cache under the cgroup's limit"
-    assert limit < 128 * MiB, "the limit is the share plus fio's allowance, not the data set"
-    assert result.cache_peak_bytes is not None and result.cache_peak_bytes <= limit
+    assert most > 28 * MiB, "the warm-up and the ramp filled the cache"
+    # 32 MiB, plus 4 MiB of headroom and fio's own binaries' pages (about 4 MiB).
+    assert most <= 42 * MiB, f"the page cache is held at production's share: {most / MiB} MiB"
+    assert result.cache_peak_bytes is not None and result.cache_peak_bytes <= 42 * MiB
     assert cached_bytes(path) <= limit
     assert not (watch.root / name).exists(), "the trial's cgroup is removed"
     # Reads beyond an eighth are the device's: not flagged as page cache.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 
 from rich.console import Console
@@ -57,3 +58,13 @@ def test_the_summary_names_what_was_set_aside_and_the_amplification() -> None:
     text = printed(120, lambda c: c.print(render_summary(result(True))))
     assert "set aside" in text and "page-cache #2" in text
     assert "52.5 MB/s (cv 0.4%), the device moved 0.97 bytes per byte" in text
+
+
+def test_a_kept_baseline_says_whether_the_best_tried_was_slower_or_within_noise() -> None:
+    slower = dataclasses.replace(result(False), gain=0.901, ci=(0.889, 0.913))
+    text = printed(120, lambda c: c.print(render_summary(slower)))
+    assert "best tried" in text
+    assert "kept the baseline: the best tried measured slower than it" in text
+    level = dataclasses.replace(result(False), gain=1.004, ci=(0.99, 1.02))
+    assert "no gain beyond the noise" in printed(120, lambda c: c.print(render_summary(level)))
+    assert "recommended" in printed(120, lambda c: c.print(render_summary(result(True))))

@@ -23,8 +23,19 @@ DATA_SET = "data-set"
 """The data set was read through (or wrapped) too early to measure."""
 CUT_SHORT = "cut-short"
 """The I/O cap ended the trial in less than half its runtime."""
+UNSETTLED = "cache-unsettled"
+"""A capped random reader's ramp did not turn its page cache over: a warm-up's figures."""
 
-KINDS = (PAGE_CACHE, CACHE_BELOW, CACHES_KEPT, WRITES_CACHED, READAHEAD, DATA_SET, CUT_SHORT)
+KINDS = (
+    PAGE_CACHE,
+    CACHE_BELOW,
+    CACHES_KEPT,
+    WRITES_CACHED,
+    READAHEAD,
+    DATA_SET,
+    CUT_SHORT,
+    UNSETTLED,
+)
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,9 @@ from tuner.trials.fio import (
     writes,
 )
 from tuner.trials.flags import CUT_SHORT, DATA_SET, Flag, joined
-from tuner.trials.memcap import FIO_OVERHEAD_BYTES, FilePeak, MemoryCap, memory_cap
+from tuner.trials.memcap import FIO_OVERHEAD_BYTES, CacheHold, MemoryCap, memory_cap
 from tuner.trials.safety import exclusive_writes
+from tuner.trials.settle import MAX_SETTLE_S, MIN_SETTLE_S, needed_ramp, unsettled
 from tuner.trials.targets import TrialTarget
 from tuner.units import human_bytes
 
@@ -79,6 +80,11 @@ class TrialResult:
 MIN_WINDOW_S = 0.25
 """The shortest measurement window whose device bytes are compared with fio's (diskstats are
 sampled every 20 ms: shorter, the window's edges are off by more than the bytes in it)."""
+# A capped trial's limit sits this far above page cache + fio's measured own memory, so a
+# burst of fio's allocations between two CacheHold samples reclaims cache, not fio.
+HEADROOM = 4 << 20
+# A capped random reader's warm-up reads this much past the cache's size, so it ends full.
+WARM_BEYOND = 16 << 20
 
 
 def run_trial(
@@ -119,24 +125,38 @@ def run_trial(
     io_size = (
         None if io_cap_bytes is None else io_cap_share(io_cap_bytes, options, target, topology)
     )
-    warm = limit is not None and is_random(options)
-    text = job_text(options, runtime_s=runtime_s, ramp_s=ramp_s, title=workload.name,
-                    io_size=io_size, keep_cache=warm, **placement)  # fmt: skip
+    # A capped random reader's window waits for its cache to settle (settle.py).
+    settle = limit if limit is not None and is_random(options) else None
     device_writes = target.path if writes(options) and not target.is_scratch else None
     with ExitStack() as stack:
-        cap = None
+        cap, hold = None, None
         if limit is not None:
             cap = stack.enter_context(memory_cap(limit + _fio_overhead(options)))
-        peak = stack.enter_context(FilePeak(cap)) if cap is not None else None
-        if cap is not None and warm:
-            _warm_up(target, workload, min(limit or 0, region), cap, timeout)
+            hold = stack.enter_context(CacheHold(cap, limit, _io_buffers(options) + HEADROOM))
+        if cap is not None and settle is not None:
+            # A full cache first: the ramp then only has to turn it over, not fill it.
+            _warm_up(target, workload, min(settle + WARM_BEYOND, region), cap, timeout)
+            ramp_s = max(ramp_s, MIN_SETTLE_S)
         stack.enter_context(exclusive_writes(device_writes))
-        with Sampler((*target.devices, *lower)) as sampler:
-            doc = run_fio(text, timeout_s=timeout, what=target.path,
-                          preexec=cap.joiner() if cap is not None else None)  # fmt: skip
-    fio = parse_result(doc)
-    start, end = _window(doc, fio.runtime_s, sampler)
-    moved = sampler.between(start, end, target.devices)
+        not_settled = None
+        for again in (False, True):
+            text = job_text(options, runtime_s=runtime_s, ramp_s=ramp_s, title=workload.name,
+                            io_size=io_size, keep_cache=bool(settle), **placement)  # fmt: skip
+            with Sampler((*target.devices, *lower)) as sampler:
+                doc = run_fio(text, timeout_s=3 * (runtime_s + ramp_s) + 120, what=target.path,
+                              preexec=cap.joiner() if cap is not None else None)  # fmt: skip
+            fio = parse_result(doc)
+            start, end = _window(doc, fio.runtime_s, sampler)
+            moved = sampler.between(start, end, target.devices)
+            if settle is None:
+                break
+            ramp_read = sampler.between(sampler.times[0], start, target.devices).read_bytes
+            longer = needed_ramp(settle, ramp_read, start - sampler.times[0],
+                                 moved.read_bytes, end - start)  # fmt: skip
+            not_settled = None if longer is None else unsettled(settle, ramp_read, ramp_s)
+            if longer is None or again or longer > MAX_SETTLE_S:
+                break
+            ramp_s = longer
     # A capped trial may end before its runtime by design: not a data set read through.
     full_runtime = runtime_s if io_size is None else 0.0
     found = [
@@ -149,6 +169,7 @@ def run_trial(
         else None,
         not_dropped,
         _cut_short(fio.runtime_s, runtime_s) if io_size is not None else None,
+        not_settled,
     ]
     return TrialResult(
         mbps=fio.mbps,
@@ -159,7 +180,7 @@ def run_trial(
         seconds=time.monotonic() - started,
         flags=tuple(flag for flag in found if flag is not None),
         cache_limit_bytes=limit,
-        cache_peak_bytes=peak.peak if peak is not None else None,
+        cache_peak_bytes=hold.peak if hold is not None else None,
     )
 
 
@@ -203,13 +224,18 @@ def _cache_share(
 
 
 def _fio_overhead(options: dict[str, Any]) -> int:
-    """fio's own memory in the trial's cgroup: its base plus I/O buffers (bs x iodepth per
-    job, twice for fio's alignment slack)."""
+    """The most of fio's own memory the trial's cgroup allows for: its base plus I/O
+    buffers (the cgroup's ceiling; CacheHold keeps the limit at what fio really uses)."""
+    return FIO_OVERHEAD_BYTES + _io_buffers(options)
+
+
+def _io_buffers(options: dict[str, Any]) -> int:
+    """fio's I/O buffers: bs x iodepth per job, twice for fio's alignment slack."""
     try:
         block = fio_size(options.get("bs", 4096))
     except ValueError:
         block = 1 << 20
-    return FIO_OVERHEAD_BYTES + 2 * block * count(options, "iodepth") * numjobs(options)
+    return 2 * block * count(options, "iodepth") * numjobs(options)
 
 
 def io_cap_share(

@@ -9,8 +9,9 @@ sample); what the optimiser is told depends on why:
   sequential reader consumed): told the worst honest value measured so far, so the model
   learns the region is no better than that and searches elsewhere, instead of chasing the
   largest figures of the tune (which is how a x432 "gain" from a cached mmap reader won);
-- the point could not be measured as set up (a data set read through too early): told
-  nothing; the optimiser never asks the same point again.
+- the point could not be measured as set up (a data set read through too early, a page cache
+  that had not settled within the longest ramp): told nothing; the optimiser never asks the
+  same point again.
 
 One flag only informs: a trial the I/O cap (`--io-cap`) ended early reports fio's bytes over
 fio's own time, the device's figure over a shorter window; it is kept as measured.
@@ -32,6 +33,7 @@ from tuner.trials.flags import (
     DATA_SET,
     PAGE_CACHE,
     READAHEAD,
+    UNSETTLED,
     WRITES_CACHED,
     Flag,
 )
@@ -50,6 +52,7 @@ POLICY = {
     WRITES_CACHED: PENALISE,
     READAHEAD: PENALISE,
     DATA_SET: SKIP,
+    UNSETTLED: SKIP,
     CUT_SHORT: KEEP,
 }
 
@@ -62,6 +65,8 @@ HINTS = {
     READAHEAD: "run longer trials (--runtime), or start from a smaller read_ahead_kb",
     DATA_SET: "use a larger data set (a larger file or size=) or a shorter --runtime",
     CUT_SHORT: "raise --io-cap or shorten --runtime",
+    UNSETTLED: "raise --ramp until the workload has read its page cache's size before each "
+    "window, or give a larger --cache-memory share",
 }
 
 

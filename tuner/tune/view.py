@@ -93,7 +93,8 @@ def render_summary(result: TuneResult) -> Table:
     for label, settings, score, cv, mbps in (
         ("baseline", result.baseline_settings, result.baseline_score, result.baseline_cv,
          result.baseline_mbps),
-        ("best", result.best_settings, result.best_score, result.best_cv, result.best_mbps),
+        ("best" if result.chosen else "best tried", result.best_settings, result.best_score,
+         result.best_cv, result.best_mbps),
     ):  # fmt: skip
         figure = f"{shown(score)} (cv {cv:.1%})"
         if result.unit != "MB/s":
@@ -106,7 +107,12 @@ def render_summary(result: TuneResult) -> Table:
         "gain",
         f"x{result.gain:.3f}, 95% interval x{result.ci[0]:.3f} .. x{result.ci[1]:.3f}",
     )
-    verdict = "recommended" if result.chosen else "kept the baseline: no gain beyond the noise"
+    if result.chosen:
+        verdict = "recommended"
+    elif result.ci[1] < 1.0:
+        verdict = "kept the baseline: the best tried measured slower than it"
+    else:
+        verdict = "kept the baseline: no gain beyond the noise"
     table.add_row("verdict", verdict)
     for (key, target), value in result.changes().items():
         table.add_row(
