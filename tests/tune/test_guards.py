@@ -9,6 +9,7 @@ through the real Tune loop (optimiser, guards, confirmation); only the trial is 
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -147,3 +148,18 @@ def test_result_document_lists_what_was_set_aside(tree: SysTree, tmp_path: Path)
     assert doc["set_aside"] and doc["set_aside"][0]["reason"].endswith("page cache")
     assert {"number", "phase", "reason", "told"} <= set(doc["set_aside"][0])
     assert doc["unit"] == "MB/s" and doc["objective"] == "throughput"
+
+
+def test_trials_start_from_the_ramp_the_baseline_needed_to_settle(tree: SysTree) -> None:
+    """A capped random reader's baseline settles its cache in 9.5 s of ramp; the trials after
+    it start there instead of each running twice to find out (tuner/trials/settle.py)."""
+    honest = landscape(0, trap=None)
+
+    def settling(point: Point) -> PointTrial:
+        done = honest(point)
+        ramp = 9.5 if point == CURRENT else 4.0
+        return PointTrial(dataclasses.replace(done.result, ramp_s=ramp), done.had)
+
+    session = tune(tree, settling, budget=2)
+    session.run(dict(CURRENT), [])
+    assert session.ramp_s == 9.5

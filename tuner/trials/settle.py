@@ -11,9 +11,13 @@ warm-up gave readahead 256 KB x1.09 of 128 KB; at steady state it was x0.93, and
 on the first measured x0.88 when re-measured with plain fio.
 
 So the window starts only once the device has read, during fio's ramp, as many bytes as the
-cache holds: the workload has turned its cache over once. A trial whose ramp fell short runs
-again with the ramp its own device rate says is needed (within MAX_SETTLE_S); still short, it
-is flagged and set aside (tuner/tune/guards.py).
+cache holds: the workload has turned its cache over once. A reader whose misses bring in only
+what it asked for (device bytes at most AMPLIFICATION_SETTLED of fio's: pread without
+readaround) needs none of that: the sequential fill holds the same kind of pages its own
+misses would, and turning 256 MiB over at 300 IOPS of 4 KiB would take minutes.
+
+A trial whose ramp fell short runs again with the ramp its own device rate says is needed
+(within MAX_SETTLE_S); still short, it is flagged and set aside (tuner/tune/guards.py).
 """
 
 from __future__ import annotations
@@ -28,17 +32,28 @@ MAX_SETTLE_S = 30.0
 """The longest ramp a trial may be given to settle; beyond it, it is flagged."""
 MARGIN = 1.25
 """How much longer than the estimate a second ramp is (the rate during a ramp varies)."""
+AMPLIFICATION_SETTLED = 1.1
+"""Device read bytes per byte fio read, in the window, at or below which misses bring in only
+what was asked for (some slack for metadata)."""
 
 
 def needed_ramp(
-    cache_bytes: int, ramp_read_bytes: int, ramp_s: float, window_read_bytes: int, window_s: float
+    cache_bytes: int,
+    ramp_read_bytes: int,
+    ramp_s: float,
+    window_read_bytes: int,
+    window_s: float,
+    window_fio_bytes: int,
 ) -> float | None:
     """The ramp (seconds) under which the device reads `cache_bytes`, None when the ramp just
-    run (`ramp_s`, in which it read `ramp_read_bytes`) already did.
+    run (`ramp_s`, in which it read `ramp_read_bytes`) already did, or the window's device
+    reads were no more than fio's (`window_fio_bytes`): nothing unasked for to settle.
 
     The rate is the ramp's own when it read anything, else the window's; a trial that read
     nothing at all needs no settling (nothing to turn over)."""
     if ramp_read_bytes >= cache_bytes:
+        return None
+    if window_read_bytes <= AMPLIFICATION_SETTLED * window_fio_bytes:
         return None
     if ramp_read_bytes > 0 and ramp_s > 0:
         rate = ramp_read_bytes / ramp_s

@@ -52,7 +52,8 @@ class TrialResult:
     seconds: wall time of the whole trial; flags: why the figures may not be the device's
     (tuner/trials/flags.py), empty when they are; cache_limit_bytes: the page cache the trial
     could use (its memory cgroup's share of its data set), None when unlimited;
-    cache_peak_bytes: the most page cache that cgroup held.
+    cache_peak_bytes: the most page cache that cgroup held; ramp_s: the ramp the window
+    followed (a capped random reader's is lengthened until its cache settles: settle.py).
     """
 
     mbps: float
@@ -64,6 +65,7 @@ class TrialResult:
     flags: tuple[Flag, ...] = ()
     cache_limit_bytes: int | None = None
     cache_peak_bytes: int | None = None
+    ramp_s: float = 0.0
 
     @property
     def flagged(self) -> str | None:
@@ -152,7 +154,7 @@ def run_trial(
                 break
             ramp_read = sampler.between(sampler.times[0], start, target.devices).read_bytes
             longer = needed_ramp(settle, ramp_read, start - sampler.times[0],
-                                 moved.read_bytes, end - start)  # fmt: skip
+                                 moved.read_bytes, end - start, fio.read_bytes)  # fmt: skip
             not_settled = None if longer is None else unsettled(settle, ramp_read, ramp_s)
             if longer is None or again or longer > MAX_SETTLE_S:
                 break
@@ -181,6 +183,7 @@ def run_trial(
         flags=tuple(flag for flag in found if flag is not None),
         cache_limit_bytes=limit,
         cache_peak_bytes=hold.peak if hold is not None else None,
+        ramp_s=ramp_s,
     )
 
 

@@ -136,6 +136,9 @@ class Tune:
         self.before_trial = before_trial
         self.runner = runner or self._real_trial
         self.records: list[TrialRecord] = []
+        # A capped random reader's trials start from the ramp the baseline needed to settle
+        # its cache (tuner/trials/settle.py), instead of each finding it out by running twice.
+        self.ramp_s = config.ramp_s
 
     # -- one measurement -------------------------------------------------------------------
 
@@ -143,7 +146,7 @@ class Tune:
         host = {slot: v for slot, v in point.items() if slot[1] != APP}
         config = self.config
         return trial_with(self.engine, host, self.target, self.workload, _app_params(point),
-                          config.runtime_s, config.ramp_s, config.io_cap_bytes,
+                          config.runtime_s, self.ramp_s, config.io_cap_bytes,
                           config.cache)  # fmt: skip
 
     def measure(self, point: Point, phase: str) -> TrialResult:
@@ -193,6 +196,7 @@ class Tune:
             result = self.measure(baseline, "baseline")
             guards.check_baseline(result.flags, len(self.records))
             base_results.append(result)
+            self.ramp_s = max(self.ramp_s, result.ramp_s)
         noise = _cv([self.objective.score(result) for result in base_results])
         optimizer: Optimizer = SkoptOptimizer(
             self.space, seed=config.seed, initial_points=[baseline, *recommended]
