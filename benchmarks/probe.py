@@ -27,7 +27,7 @@ _CHILD = """
 import json, resource, sys, time
 from probes.host import probe_host
 from probes.hostfs import HostFS
-from tuner.topology import BlockDevice, PciFunction
+from tuner.topology.model import BlockDevice, PciFunction
 start = time.perf_counter()
 topology = None if sys.argv[1] == "-" else probe_host(HostFS(sys.argv[1]))
 seconds = time.perf_counter() - start

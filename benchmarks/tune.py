@@ -127,10 +127,10 @@ def run_rows(
     labs: list[str], workloads: list[str], plan: Plan, args: argparse.Namespace
 ) -> list[RowResult]:
     """Step 1: every (lab, workload) row, each lab up for its rows and down after them."""
-    from tuner.journal import Journal
     from tuner.rulebase import load_rule_base
-    from tuner.signals import restore_on_signals
     from tuner.tunables.engine import TunableEngine
+    from tuner.tunables.journal import Journal
+    from tuner.tunables.signals import restore_on_signals
 
     base = load_rule_base()
     args.landscapes.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from typing import NamedTuple
 from probes.hostfs import HostFS, digits
 from probes.ids import block_id
 from probes.pmem import pmem_mode
-from tuner.topology import BlockDevice, PartitionInfo, QueueSettings
+from tuner.topology.model import BlockDevice, PartitionInfo, QueueSettings
 
 SECTOR_BYTES = 512  # `size` and `start` count 512-byte sectors whatever the device's blocks
 _NATURAL = re.compile(r"([0-9]+)")

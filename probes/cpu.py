@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from probes.hostfs import MAX_CPUS, HostFS, digits, read_cpulist
 from probes.numa import online_cpus
-from tuner.topology import CpuInfo, CpuPlace
+from tuner.topology.model import CpuInfo, CpuPlace
 
 CPU_DIR = "sys/devices/system/cpu"
 _GROUPS = (("core", ("core_cpus_list", "thread_siblings_list")),

@@ -15,7 +15,7 @@ from probes.pci import probe_pci
 from probes.pmem import probe_dax
 from probes.storage import probe_storage
 from probes.vm import probe_vm
-from tuner.topology import Machine, Node, Topology
+from tuner.topology.model import Machine, Node, Topology
 
 
 def probe_host(fs: HostFS) -> Topology:

@@ -18,7 +18,7 @@ from pathlib import PurePosixPath
 
 from probes.hostfs import HostFS, digits, read_cpulist, read_cpumask
 from probes.interrupts import msi_chip_address, parse_interrupts
-from tuner.topology import Irq
+from tuner.topology.model import Irq
 
 INTERRUPTS = "proc/interrupts"
 IRQ_DIR = "proc/irq"

@@ -15,7 +15,7 @@ import psutil
 
 from probes.hostfs import HostFS
 from tuner.host_identity import read_machine_id
-from tuner.topology import BlockDevice, Machine, Node, Topology
+from tuner.topology.model import BlockDevice, Machine, Node, Topology
 
 _UDEV_FIELDS = {
     "model": "ID_MODEL",

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
 
 from probes.hostfs import HostFS
-from tuner.topology import BlockDevice, Mount
+from tuner.topology.model import BlockDevice, Mount
 
 _OCTAL = re.compile(r"\\([0-7]{3})")
 

@@ -12,7 +12,7 @@ from pathlib import PurePosixPath
 from probes.devpath import nearest_pci
 from probes.hostfs import HostFS
 from probes.ids import MACHINE_ID, net_id, pci_id
-from tuner.topology import NetDevice, TcpSettings
+from tuner.topology.model import NetDevice, TcpSettings
 
 NET_DIR = "sys/class/net"
 IPV4 = "proc/sys/net/ipv4"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from probes.hostfs import MAX_CPUS, HostFS, read_cpulist, read_cpumask
-from tuner.topology import NumaNode
+from tuner.topology.model import NumaNode
 
 NODE_DIR = "sys/devices/system/node"
 CPU_DIR = "sys/devices/system/cpu"

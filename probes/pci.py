@@ -31,7 +31,7 @@ from probes.ids import MACHINE_ID, pci_bus_id, pci_id
 from probes.numa import MAX_NODES
 from probes.pciids import PciIds, find_pci_ids
 from probes.pciids import pci_class_name as pci_class_name
-from tuner.topology import Node, PciFunction, PciHostBridge, PciLink
+from tuner.topology.model import Node, PciFunction, PciHostBridge, PciLink
 
 __all__ = ["parse_link_speed", "parse_link_width", "pci_class_name", "probe_pci"]
 

@@ -23,7 +23,7 @@ from pathlib import PurePosixPath
 from probes.hostfs import HostFS
 from probes.ids import MACHINE_ID
 from probes.numa import MAX_NODES, numa_id
-from tuner.topology import DaxDevice
+from tuner.topology.model import DaxDevice
 
 DAX_DIRS = ("sys/bus/dax/devices", "sys/class/dax")
 _DAX_NAME = re.compile(r"dax[0-9]{1,5}\.[0-9]{1,5}$")

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from probes.block import BlockDir
 from probes.hostfs import HostFS
 from probes.ids import MACHINE_ID
-from tuner.topology import BlockDevice, DmInfo, LoopInfo, MdInfo, MultiDeviceFs, StackEdge
+from tuner.topology.model import BlockDevice, DmInfo, LoopInfo, MdInfo, MultiDeviceFs, StackEdge
 
 BTRFS_DIR = "sys/fs/btrfs"
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")

@@ -19,7 +19,7 @@ from probes.pmem import local_parent
 from probes.stacks import backing_path, probe_btrfs, stack_edges, with_stack_info
 from probes.storage_links import with_links
 from probes.storage_path import StoragePaths
-from tuner.topology import BlockDevice, Mount, MultiDeviceFs, Node, StackEdge
+from tuner.topology.model import BlockDevice, Mount, MultiDeviceFs, Node, StackEdge
 
 
 @dataclass(frozen=True)

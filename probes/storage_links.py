@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable
 
 from probes.hostfs import HostFS
-from tuner.topology import StoragePort
+from tuner.topology.model import StoragePort
 
 SAS_PHY_CLASS = "sys/class/sas_phy"
 ATA_LINK_CLASS = "sys/class/ata_link"

@@ -18,7 +18,7 @@ import re
 from probes.devpath import below_pci, nearest_pci
 from probes.hostfs import HostFS
 from probes.ids import MACHINE_ID, pci_id, port_id
-from tuner.topology import StoragePort
+from tuner.topology.model import StoragePort
 
 _HOP_KINDS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern), kind)

@@ -7,7 +7,7 @@ dirty_expire_centisecs}.
 from __future__ import annotations
 
 from probes.hostfs import HostFS
-from tuner.topology import VmSettings
+from tuner.topology.model import VmSettings
 
 VM_DIR = "proc/sys/vm"
 

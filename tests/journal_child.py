@@ -15,8 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from tuner.journal import Journal, restore_on_signals
 from tuner.tunables.engine import TunableEngine
+from tuner.tunables.journal import Journal, restore_on_signals
 
 
 def parse(words: list[str]) -> dict[tuple[str, str], object]:

@@ -17,8 +17,8 @@ import pytest
 
 from tests.cli import iotuner
 from tuner.errors import BadInput
-from tuner.journal import Journal
 from tuner.state import UntrustedState, state_dir, trusted_file
+from tuner.tunables.journal import Journal
 
 
 def nobody() -> int:
@@ -119,9 +119,9 @@ def test_untrusted_state_is_bad_input() -> None:
 
 
 def test_restored_values_are_checked_as_new_ones(host, state: Path) -> None:  # type: ignore[no-untyped-def]
-    from tuner.journal import recover
     from tuner.tunables.access import Saved, Tunables
     from tuner.tunables.engine import TunableEngine
+    from tuner.tunables.journal import recover
 
     before = Tunables(host.root).read("block.read_ahead_kb", "loop3")
     with Journal() as journal:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tuner.topology import Machine, Topology
+from tuner.topology.model import Machine, Topology
 
 _APP = b"iotuner host identity"
 MACHINE_ID_FILE = Path("/etc/machine-id")

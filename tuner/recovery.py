@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from tuner.state import state_path
 
 if TYPE_CHECKING:
-    from tuner.journal import Recovered
+    from tuner.tunables.journal import Recovered
 
 SKIP_COMMANDS = frozenset({"rollback", "daemon", "status"})
 """Commands that recover by themselves and report it in their own output (rollback, the
@@ -53,9 +53,9 @@ def recover_if_needed(command: str | None = None) -> list[Recovered]:
     import sqlite3
 
     from tuner.apply.changeset import recover_pending
-    from tuner.journal import Journal, recover
     from tuner.tunables.base import TunableError
     from tuner.tunables.engine import TunableEngine
+    from tuner.tunables.journal import Journal, recover
 
     try:
         with Journal(path) as journal:

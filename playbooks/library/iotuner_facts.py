@@ -16,7 +16,7 @@ try:
     from tuner.errors import IotunerError
     from tuner.fleet.fingerprint import fingerprint
     from tuner.host_root import open_root
-    from tuner.topology_json import to_document
+    from tuner.topology.document import to_document
 
     IMPORT_ERROR = None
 except ImportError:  # reported by main(): iotuner is not installed for this interpreter

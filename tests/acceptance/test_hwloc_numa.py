@@ -12,7 +12,7 @@ from probes.host import probe_host
 from probes.hostfs import HostFS, parse_cpumask
 from tests.acceptance.hwloc_variants import VARIANTS, base_of, build_variant, expected_of
 from tests.conftest import HWLOC_DUMPS, HWLOC_FIXTURES
-from tuner.topology import NumaNode
+from tuner.topology.model import NumaNode
 
 _LINE = re.compile(r"^(?P<indent> *)(?P<type>\w+) L#\d+(?: \(P#(?P<os>\d+))?")
 

@@ -13,7 +13,7 @@ from probes.hostfs import HostFS
 from probes.ids import pci_bus_id, pci_id
 from probes.pci import probe_pci
 from tests.conftest import HWLOC_DUMPS, HWLOC_FIXTURES
-from tuner.topology import PciFunction
+from tuner.topology.model import PciFunction
 
 RootOf = Callable[[str], Path]
 HwlocPci = tuple[str, str, int, int, str, float]

@@ -19,7 +19,7 @@ from probes.numa import numa_id
 from probes.pmem import probe_dax
 from probes.storage import StorageFound, probe_storage
 from tests.conftest import HWLOC_DUMPS, HWLOC_FIXTURES
-from tuner.topology import BlockDevice, StoragePort
+from tuner.topology.model import BlockDevice, StoragePort
 
 RootOf = Callable[[str], Path]
 Disk = tuple[str, str | None]  # (kernel name, PCI bus id hwloc puts it under, or None)

@@ -9,7 +9,7 @@ import pytest
 
 from probes.host import probe_host
 from probes.hostfs import HostFS
-from tuner.topology import BlockDevice, NumaNode, PciFunction
+from tuner.topology.model import BlockDevice, NumaNode, PciFunction
 
 pytestmark = pytest.mark.live
 

@@ -10,7 +10,7 @@ import pytest
 from probes.hostfs import HostFS
 from probes.ids import MACHINE_ID
 from probes.storage import probe_storage
-from tuner.topology import BlockDevice, StoragePort
+from tuner.topology.model import BlockDevice, StoragePort
 
 pytestmark = pytest.mark.live
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from tuner.apply import changeset
 from tuner.apply.render import render
-from tuner.journal import Journal
 from tuner.plan import Plan, PlanEntry
 from tuner.tunables.access import Tunables
+from tuner.tunables.journal import Journal
 
 PLAN = Plan(1, "2026-11-22T07:10:00+00:00", "storage01", "advise", "stream-read",
             (PlanEntry("block.scheduler", "loop3", "mq-deadline"),

@@ -15,9 +15,9 @@ from tests.cli import iotuner
 from tests.sysfs_tree import SysTree
 from tuner.apply import changeset
 from tuner.apply.render import SYSCTL_CONF, UDEV_RULES, Rendered, render
-from tuner.journal import Journal
 from tuner.plan import Plan, PlanEntry
 from tuner.tunables.access import Tunables
+from tuner.tunables.journal import Journal
 
 REPO = Path(__file__).resolve().parents[2]
 PLAN = Plan(1, "2026-11-22T07:10:00+00:00", "storage01", "advise", "stream-read",

@@ -23,7 +23,6 @@ from tuner.apply.measure import (
     trial_target,
 )
 from tuner.errors import BadInput
-from tuner.journal import Journal
 from tuner.lab.model import Lab
 from tuner.lab.session import lab_session
 from tuner.plan import Plan, PlanEntry
@@ -31,6 +30,7 @@ from tuner.rulebase import load_rule_base
 from tuner.trials.trial import TrialResult
 from tuner.tunables.access import Tunables
 from tuner.tunables.engine import TunableEngine
+from tuner.tunables.journal import Journal
 
 # Short trials: the disk is capped at 100 MB/s and 200 IOPS, so the differences measured here
 # are about twofold and one second tells them apart.

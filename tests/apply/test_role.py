@@ -29,7 +29,7 @@ from tests.apply.applylab import (
 from tuner.apply import changeset
 from tuner.apply.render import SYSCTL_CONF, UDEV_RULES
 from tuner.apply.runner import PlaybookRun, run_apply
-from tuner.journal import Journal
+from tuner.tunables.journal import Journal
 
 pytestmark = pytest.mark.lab
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tuner.bottleneck import default_devices, device_groups
 from tuner.bottleneck.groups import natural_key
-from tuner.topology import (
+from tuner.topology.model import (
     BlockDevice,
     LoopInfo,
     Machine,

@@ -14,7 +14,7 @@ import pytest
 
 from tests.cli import iotuner
 from tests.sysfs_tree import SysTree
-from tests.test_journal import child
+from tests.tunables.test_journal import child
 from tuner.tunables.access import Tunables
 
 SETTINGS = ("block.read_ahead_kb=loop3=4096", "net.ipv4.tcp_rmem=host=4096 87380 16777216")

@@ -8,9 +8,9 @@ from pathlib import Path
 from tests.daemon.loops import queue_value
 from tuner.apply import changeset
 from tuner.apply.render import render
-from tuner.journal import Journal
 from tuner.plan import Plan, PlanEntry, plan_text
 from tuner.tunables.access import Tunables
+from tuner.tunables.journal import Journal
 
 SIZE_MB = 77  # no other test uses it: a stranger's loop device is never mistaken for ours
 

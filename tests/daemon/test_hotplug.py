@@ -17,7 +17,7 @@ from tuner.apply import changeset
 from tuner.daemon.events import Event
 from tuner.daemon.hotplug import HotplugMonitor, default_source
 from tuner.daemon.plan_hold import SETTLE_SECONDS, Holder, find_plan
-from tuner.journal import Journal
+from tuner.tunables.journal import Journal
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ from tuner.apply import changeset
 from tuner.daemon.plan_hold import Holder, find_plan
 from tuner.daemon.plan_source import latest
 from tuner.errors import BadInput
-from tuner.journal import Journal
 from tuner.plan import Plan, PlanEntry, write_plan
+from tuner.tunables.journal import Journal
 
 
 @pytest.fixture
@@ -238,7 +238,7 @@ def test_a_value_another_live_process_is_trialling_is_not_drift(
     trial = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "from tuner.journal import Journal\n"
+        "from tuner.tunables.journal import Journal\n"
         "from tuner.tunables.engine import TunableEngine\n"
         "engine = TunableEngine(Path('/'), Journal(Path(sys.argv[1])))\n"
         "engine.apply({('block.scheduler', sys.argv[2]): 'none',\n"

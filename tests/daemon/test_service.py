@@ -31,7 +31,7 @@ import pytest
 from tests.daemon.loops import Loops
 from tests.daemon.plans import HELD, SIZE_MB, apply, block_plan, queue, set_queue
 from tests.nobody import run_as_nobody
-from tuner.journal import Journal
+from tuner.tunables.journal import Journal
 
 pytestmark = pytest.mark.lab
 

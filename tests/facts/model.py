@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from benchmarks.synthetic_host import disk_name
 from probes.ids import MACHINE_ID, block_id, net_id, pci_bus_id, pci_id, port_id
-from tuner.topology import (
+from tuner.topology.model import (
     BlockDevice,
     CpuInfo,
     Irq,

@@ -21,7 +21,7 @@ from tests.facts.model import (
 from tests.probes.storage_fixtures import full_host
 from tests.sysfs_tree import SysTree
 from tuner.facts import FACTS, FactOptions, Target, collect
-from tuner.topology import Mount, Topology, VmSettings
+from tuner.topology.model import Mount, Topology, VmSettings
 
 
 def assert_catalogue_keys(found: dict[str, list[Target]]) -> None:

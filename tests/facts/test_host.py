@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.facts.model import GIB, NVME, SAS_HBA, Host, link, sas_hba_with_disks
 from tuner.facts import FactOptions, collect
 from tuner.facts.host import dirty_limit_bytes
-from tuner.topology import CpuInfo, TcpSettings, VmSettings
+from tuner.topology.model import CpuInfo, TcpSettings, VmSettings
 
 
 def host_facts(host: Host, options: FactOptions | None = None) -> dict[str, object]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.facts.model import RAID, SAS_HBA, Host, link
 from tuner.facts import FactOptions, Target, collect
 from tuner.facts.irqs import cpu_list, landing_cpus
-from tuner.topology import Irq
+from tuner.topology.model import Irq
 
 
 def irq_devices(host: Host) -> dict[str, Target]:

@@ -6,7 +6,7 @@ import pytest
 
 from tests.facts.model import link
 from tuner.facts.links import lane_mbps, pcie_max_mbps, pcie_mbps, port_capacity_mbps
-from tuner.topology import StoragePort
+from tuner.topology.model import StoragePort
 
 
 def test_pcie_x4_gen2_carries_2000_mbps() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.facts.model import ETHERNET, Host, link
 from tuner.facts import FactOptions, collect
 from tuner.facts.network import bdp_bytes
-from tuner.topology import NetDevice
+from tuner.topology.model import NetDevice
 
 
 def test_bdp_of_10_gbps_over_100_ms() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from probes.ids import pci_id
 from tests.facts.model import BRIDGE, ETHERNET, Host, link, sas_hba_with_disks
 from tuner.facts import FactOptions, Target, collect
-from tuner.topology import PciFunction
+from tuner.topology.model import PciFunction
 
 
 def functions(host: Host) -> dict[str, Target]:

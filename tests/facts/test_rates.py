@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.facts.model import NVME, SAS_HBA, link
 from tuner.facts.rates import device_class, expected_mbps
-from tuner.topology import BlockDevice, LoopInfo, PciFunction, PciLink, StoragePort
+from tuner.topology.model import BlockDevice, LoopInfo, PciFunction, PciLink, StoragePort
 
 
 def disk(

@@ -9,7 +9,7 @@ from tuner.facts import FactOptions, Target, collect
 from tuner.facts.index import TopologyIndex
 from tuner.facts.storage import data_members, storage_targets
 from tuner.facts.xfs import XfsGeometry
-from tuner.topology import LoopInfo, Mount, MultiDeviceFs, QueueSettings
+from tuner.topology.model import LoopInfo, Mount, MultiDeviceFs, QueueSettings
 
 CHUNK = 512 * 1024
 

@@ -12,8 +12,8 @@ from tests.conftest import HWLOC_DUMPS
 from tests.fixtures.scenarios import build_scenario
 from tuner.errors import BadInput
 from tuner.fleet.fingerprint import fingerprint, fingerprint_of_document
-from tuner.topology import Topology
-from tuner.topology_json import to_document
+from tuner.topology.document import to_document
+from tuner.topology.model import Topology
 
 
 def probed(root: Path) -> Topology:

@@ -31,8 +31,8 @@ from tuner.plan import parse_plan, plan_from_findings, plan_text
 from tuner.rulebase import load_rule_base
 from tuner.rules.engine import evaluate
 from tuner.rules.model import RuleBase
-from tuner.topology import Machine
-from tuner.topology_json import to_document
+from tuner.topology.document import to_document
+from tuner.topology.model import Machine
 
 SPECIAL = [
     "sys/devices/system/cpu/online", "sys/devices/system/cpu/present",

@@ -16,7 +16,7 @@ from tests.probes.storage_fixtures import (
     sata_disk,
 )
 from tests.sysfs_tree import SysTree
-from tuner.topology import BlockDevice, PartitionInfo
+from tuner.topology.model import BlockDevice, PartitionInfo
 
 
 def devices(fs: HostFS) -> dict[str, BlockDevice]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from probes.hostfs import HostFS
 from probes.irq import probe_irqs
 from tests.sysfs_tree import SysTree
-from tuner.topology import Irq
+from tuner.topology.model import Irq
 
 PCI0 = "sys/devices/pci0000:00"
 RAID = "0000:01:00.0"

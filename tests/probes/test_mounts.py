@@ -11,7 +11,7 @@ from probes.mounts import (
     unescape,
 )
 from tests.sysfs_tree import SysTree
-from tuner.topology import BlockDevice, DmInfo, Mount
+from tuner.topology.model import BlockDevice, DmInfo, Mount
 
 
 def dev(name: str, major: int, minor: int, dm_name: str | None = None) -> BlockDevice:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from probes.hostfs import HostFS
 from probes.net import probe_net
 from tests.sysfs_tree import SysTree
-from tuner.topology import NetDevice
+from tuner.topology.model import NetDevice
 
 PCI0 = "sys/devices/pci0000:00"
 BRIDGE = f"{PCI0}/0000:00:03.0"

@@ -11,7 +11,7 @@ from probes.ids import MACHINE_ID, pci_bus_id, pci_id
 from probes.pci import parse_link_speed, parse_link_width, pci_class_name, probe_pci
 from probes.pciids import find_pci_ids, parse_pci_ids
 from tests.sysfs_tree import SysTree
-from tuner.topology import Machine, Node, PciFunction, PciHostBridge, PciLink, Topology
+from tuner.topology.model import Machine, Node, PciFunction, PciHostBridge, PciLink, Topology
 
 ROOT_PORT = "pci0000:00/0000:00:01.0"
 HBA = f"{ROOT_PORT}/0000:01:00.0"

@@ -6,7 +6,7 @@ from probes.host import probe_host
 from probes.hostfs import HostFS
 from probes.pmem import pmem_mode
 from tests.sysfs_tree import SysTree
-from tuner.topology import BlockDevice, DaxDevice
+from tuner.topology.model import BlockDevice, DaxDevice
 
 REGION = "sys/devices/LNXSYSTM:00/LNXSYBUS:00/ACPI0012:00/ndbus0/region{n}"
 GIB = 1 << 30

@@ -16,7 +16,7 @@ from tests.probes.storage_fixtures import (
     virtual_disk,
 )
 from tests.sysfs_tree import SysTree
-from tuner.topology import BlockDevice, DmInfo, LoopInfo, MdInfo, MultiDeviceFs, StackEdge
+from tuner.topology.model import BlockDevice, DmInfo, LoopInfo, MdInfo, MultiDeviceFs, StackEdge
 
 
 def blocks(found: StorageFound) -> dict[str, BlockDevice]:

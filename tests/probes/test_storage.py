@@ -11,7 +11,7 @@ from probes.ids import MACHINE_ID, block_id, port_id
 from probes.storage import StorageFound, probe_storage
 from tests.probes.storage_fixtures import full_host, virtual_disk
 from tests.sysfs_tree import SysTree
-from tuner.topology import BlockDevice, StackEdge, StoragePort
+from tuner.topology.model import BlockDevice, StackEdge, StoragePort
 
 
 def test_full_host_tree_is_consistent(tree: SysTree) -> None:

@@ -9,7 +9,7 @@ from probes.storage import probe_storage
 from probes.storage_links import parse_sas_rate, parse_sata_rate
 from tests.probes.storage_fixtures import SAS_PCI, SATA_PCI, sas_disks, sata_disk
 from tests.sysfs_tree import SysTree
-from tuner.topology import StoragePort
+from tuner.topology.model import StoragePort
 
 HOST = f"{SAS_PCI}/host4"
 EXPANDER = f"{HOST}/port-4:0/expander-4:0"

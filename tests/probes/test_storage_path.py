@@ -10,7 +10,7 @@ from probes.ids import MACHINE_ID, pci_id, port_id
 from probes.storage_path import StoragePaths, hop_kind, path_hops
 from tests.probes.storage_fixtures import QUEUE, VIRTUAL, disk, nvme_disk, sas_disks
 from tests.sysfs_tree import SysTree
-from tuner.topology import StoragePort
+from tuner.topology.model import StoragePort
 
 
 @pytest.mark.parametrize(

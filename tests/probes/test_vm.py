@@ -5,7 +5,7 @@ from __future__ import annotations
 from probes.hostfs import HostFS
 from probes.vm import probe_vm
 from tests.sysfs_tree import SysTree
-from tuner.topology import VmSettings
+from tuner.topology.model import VmSettings
 
 
 def test_dirty_settings_read(tree: SysTree) -> None:

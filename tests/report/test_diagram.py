@@ -13,7 +13,7 @@ from tuner.facts.target import FactOptions
 from tuner.report.diagram import SEVERITY_FILL, topology_rows, topology_svg, worst
 from tuner.rulebase import load_rule_base
 from tuner.rules.engine import evaluate
-from tuner.topology import BlockDevice, Machine, StackEdge, Topology
+from tuner.topology.model import BlockDevice, Machine, StackEdge, Topology
 
 
 def test_rows_follow_the_paths_and_carry_the_findings(host_root: Path) -> None:

@@ -13,7 +13,7 @@ from tuner.search.space import (
     point_key,
     space_for,
 )
-from tuner.topology import QueueSettings, VmSettings
+from tuner.topology.model import QueueSettings, VmSettings
 
 LOOP = QueueSettings(
     read_ahead_kb=128,

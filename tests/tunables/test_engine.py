@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.sysfs_tree import SysTree
-from tuner.journal import Journal
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import InvalidValue, TunableError
 from tuner.tunables.engine import TunableEngine
+from tuner.tunables.journal import Journal
 
 SETTINGS: dict[tuple[str, str], object] = {
     ("block.read_ahead_kb", "loop3"): 4096,

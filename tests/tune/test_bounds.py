@@ -16,7 +16,6 @@ import pytest
 from probes.host import probe_host
 from probes.hostfs import HostFS
 from tests.loopdev import loop_device, need_root
-from tuner.journal import Journal
 from tuner.lab.session import lab_session
 from tuner.rulebase import load_rule_base
 from tuner.trials.diskstats import read_diskstats
@@ -25,6 +24,7 @@ from tuner.trials.idle import BUSY, DevicesBusy, utilisation, wait_until_idle
 from tuner.trials.targets import TrialTarget
 from tuner.trials.trial import run_trial
 from tuner.tunables.engine import TunableEngine
+from tuner.tunables.journal import Journal
 from tuner.tune.result import TrialRecord
 from tuner.tune.session import Tune, TuneConfig
 from tuner.tune.setup import current_point, recommended_points, tune_space

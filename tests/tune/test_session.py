@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from tests.loopdev import loop_device
-from tuner.journal import Journal
 from tuner.rulebase import load_rule_base
 from tuner.search.confirm import Confirmation
 from tuner.search.space import Dimension, SearchSpace
 from tuner.trials.targets import TrialTarget
 from tuner.tunables.engine import TunableEngine
+from tuner.tunables.journal import Journal
 from tuner.tune.session import Tune, TuneConfig, _left_out, _with_rules
 from tuner.tune.setup import current_point
 

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from tuner.apply.render import MANAGED_FILES, Rendered
-from tuner.journal import Journal, now
 from tuner.tunables.access import Saved, Tunables, as_value
 from tuner.tunables.base import TunableError, Value
 from tuner.tunables.engine import TunableEngine
+from tuner.tunables.journal import Journal, now
 
 STATUSES = ("pending", "applied", "unchanged", "failed", "rolled-back")
 """pending: journaled, being applied; unchanged: applied and nothing needed changing."""

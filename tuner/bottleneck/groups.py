@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from probes.hostfs import digits
-from tuner.topology import (
+from tuner.topology.model import (
     BlockDevice,
     NumaNode,
     PciFunction,

@@ -29,7 +29,7 @@ from tuner.host_root import open_root
 from tuner.plan import plan_from_findings, write_plan
 from tuner.rulebase import check_workload, load_rule_base
 from tuner.rules.engine import Evaluation, evaluate
-from tuner.topology import Machine
+from tuner.topology.model import Machine
 
 # The papers study sequential I/O and the tune's main job streams reads: advice for one workload
 # at a time, because advice for different workloads contradicts itself (readahead up or down).

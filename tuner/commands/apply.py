@@ -167,8 +167,8 @@ def _applied(done: tuple[PlaybookRun, Outcome]) -> tuple[PlaybookRun, Outcome]:
 def _undo_latest() -> None:
     """Roll back the apply just made (the newest one in place)."""
     from tuner.apply import changeset
-    from tuner.journal import Journal
     from tuner.recovery import journal_path
+    from tuner.tunables.journal import Journal
 
     with Journal(journal_path()) as journal:
         latest = [r for r in changeset.history(journal) if r.status == "applied"][:1]

@@ -27,7 +27,7 @@ from tuner.bottleneck.scaling import BLOCK, IODEPTH
 from tuner.errors import BadInput, IotunerError
 from tuner.lab.status import lab_status
 from tuner.results import save_result
-from tuner.topology import Topology
+from tuner.topology.model import Topology
 from tuner.trials.blockdev import block_number, kernel_name
 from tuner.units import human_rate
 

@@ -28,7 +28,7 @@ def history(
     records = []
     if journal_path().exists():
         from tuner.apply.changeset import history as read_history
-        from tuner.journal import Journal
+        from tuner.tunables.journal import Journal
 
         try:
             with Journal(journal_path()) as journal:

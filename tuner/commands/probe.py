@@ -20,9 +20,9 @@ from tuner.arguments import path_value
 from tuner.errors import BadInput
 from tuner.host_root import open_root
 from tuner.probe_warnings import summarise
-from tuner.topology import Topology
-from tuner.topology_json import to_document
-from tuner.topology_view import render_topology
+from tuner.topology.document import to_document
+from tuner.topology.model import Topology
+from tuner.topology.view import render_topology
 
 
 class Section(StrEnum):

@@ -48,8 +48,8 @@ def rollback(
         return
     from tuner.apply import changeset
     from tuner.apply.lock import changes_lock
-    from tuner.journal import Journal, recover
     from tuner.tunables.engine import TunableEngine
+    from tuner.tunables.journal import Journal, recover
 
     with changes_lock(), Journal(path) as journal:
         sessions = {s.id: s for s in journal.sessions()}

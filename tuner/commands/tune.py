@@ -16,15 +16,13 @@ from rich.console import Console
 from probes.host import probe_host
 from probes.hostfs import HostFS, digits
 from tuner.errors import BadInput, IotunerError
-from tuner.journal import Journal
 from tuner.lab.session import lab_session
 from tuner.plan import plan_from_tune, write_plan
 from tuner.results import save_result
 from tuner.rulebase import check_workload, load_rule_base
 from tuner.rules.model import RuleBase, Workload
 from tuner.search.space import APP
-from tuner.signals import restore_on_signals
-from tuner.topology import Machine
+from tuner.topology.model import Machine
 from tuner.trials.dataset import CacheModel, job_data_set
 from tuner.trials.fio import file_count, is_buffered, reads, writes
 from tuner.trials.idle import wait_until_idle
@@ -32,6 +30,8 @@ from tuner.trials.jobfile import load_fio_job
 from tuner.trials.targets import TrialTarget
 from tuner.trials.trial import user_region_bytes
 from tuner.tunables.engine import TunableEngine
+from tuner.tunables.journal import Journal
+from tuner.tunables.signals import restore_on_signals
 from tuner.tune.objective import OBJECTIVES, objective_for
 from tuner.tune.result import result_document
 from tuner.tune.setup import (

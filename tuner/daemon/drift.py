@@ -26,11 +26,11 @@ from tuner.daemon.hwclass import classes
 from tuner.daemon.plan_source import HeldPlan
 from tuner.daemon.reapply import Written, write_journaled
 from tuner.errors import IotunerError
-from tuner.journal import Journal
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import InvalidValue, TargetGone, TunableError, Value
 from tuner.tunables.block import BlockTunable
 from tuner.tunables.engine import conflict
+from tuner.tunables.journal import Journal
 from tuner.tunables.table import apply_rank
 
 log = logging.getLogger("iotuner.daemon.hold")

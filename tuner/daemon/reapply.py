@@ -17,10 +17,10 @@ from pathlib import Path
 from tuner.apply import changeset
 from tuner.apply.render import LiveSetting, Rendered
 from tuner.daemon.plan_source import DAEMON_SOURCE, HeldPlan
-from tuner.journal import Journal
 from tuner.plan import PLAN_VERSION, Plan, PlanEntry, plan_text
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import TunableError, Value
+from tuner.tunables.journal import Journal
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from tuner.facts.paths import path_targets
 from tuner.facts.pci import pci_function_targets
 from tuner.facts.storage import storage_targets
 from tuner.facts.target import FactOptions, Target
-from tuner.topology import Topology
+from tuner.topology.model import Topology
 
 __all__ = ["FACTS", "FactOptions", "Target", "collect"]
 

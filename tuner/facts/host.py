@@ -7,7 +7,7 @@ from collections import Counter
 from tuner.facts.index import TopologyIndex
 from tuner.facts.network import bdp_bytes
 from tuner.facts.target import FactOptions, Target
-from tuner.topology import CpuInfo, VmSettings
+from tuner.topology.model import CpuInfo, VmSettings
 
 
 def dirty_limit_bytes(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tuner.facts.rates import device_class, expected_mbps, is_optical, is_virtual_disk
-from tuner.topology import (
+from tuner.topology.model import (
     BlockDevice,
     Machine,
     NetDevice,

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from tuner.facts.index import TopologyIndex
 from tuner.facts.pci import controllers_with_roles
 from tuner.facts.target import Target
-from tuner.topology import Irq, PciFunction
+from tuner.topology.model import Irq, PciFunction
 
 KIND = "irq_device"
 

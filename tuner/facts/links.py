@@ -12,7 +12,7 @@ before protocol overhead (frame headers, flow control), which costs another 5-10
 
 from __future__ import annotations
 
-from tuner.topology import PciLink, StoragePort
+from tuner.topology.model import PciLink, StoragePort
 
 # The line rates that carry 128b/150b (SAS-4 and later); everything below uses 8b/10b.
 _SAS4_GBPS = 22.5

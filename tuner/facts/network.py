@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tuner.facts.index import TopologyIndex
 from tuner.facts.target import Target
-from tuner.topology import NetDevice
+from tuner.topology.model import NetDevice
 
 
 def bdp_bytes(link_gbps: float | None, rtt_ms: float | None) -> int | None:

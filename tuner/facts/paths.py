@@ -15,7 +15,7 @@ from __future__ import annotations
 from tuner.facts.index import Below, TopologyIndex
 from tuner.facts.links import pcie_mbps, port_capacity_mbps
 from tuner.facts.target import Target
-from tuner.topology import PciFunction, PciHostBridge, StoragePort
+from tuner.topology.model import PciFunction, PciHostBridge, StoragePort
 
 KIND = "path"
 PORT_KINDS = frozenset(("sas_port", "ata_port"))

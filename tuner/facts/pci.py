@@ -7,7 +7,7 @@ from tuner.facts.index import TopologyIndex
 from tuner.facts.links import pcie_max_mbps, pcie_mbps
 from tuner.facts.paths import demand_mbps
 from tuner.facts.target import Target
-from tuner.topology import PciFunction, PciHostBridge, PciLink
+from tuner.topology.model import PciFunction, PciHostBridge, PciLink
 
 KIND = "pci_function"
 

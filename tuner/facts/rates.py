@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 
 from tuner.facts.links import lane_mbps, pcie_mbps
-from tuner.topology import BlockDevice, PciFunction, StoragePort
+from tuner.topology.model import BlockDevice, PciFunction, StoragePort
 
 HDD_MBPS = 200.0
 SATA_SSD_MBPS = 500.0

@@ -14,7 +14,7 @@ from tuner.facts.index import TopologyIndex
 from tuner.facts.rates import is_optical
 from tuner.facts.target import Target
 from tuner.facts.xfs import XfsGeometry, read_xfs_geometry
-from tuner.topology import BlockDevice, Mount
+from tuner.topology.model import BlockDevice, Mount
 
 PARITY_LEVELS = frozenset(("raid4", "raid5", "raid6"))
 # btrfs stripes every striped profile in 64 KiB elements (BTRFS_STRIPE_LEN).

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tuner.errors import BadInput
-from tuner.topology import (
+from tuner.topology.document import from_document
+from tuner.topology.model import (
     BlockDevice,
     NetDevice,
     NumaNode,
@@ -35,7 +36,6 @@ from tuner.topology import (
     StoragePort,
     Topology,
 )
-from tuner.topology_json import from_document
 from tuner.units import human_bytes
 
 FINGERPRINT_VERSION = 1

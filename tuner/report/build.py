@@ -22,7 +22,7 @@ from tuner.report.page import ReportInputs, render_page
 from tuner.results import MEASURED_ON, load_result
 from tuner.rulebase import check_workload, load_rule_base
 from tuner.rules.engine import evaluate
-from tuner.topology import Machine
+from tuner.topology.model import Machine
 
 
 def gather(root: Path, workload: str) -> ReportInputs:

@@ -12,7 +12,7 @@ from html import escape
 
 from probes.pci import pci_class_name
 from tuner.rules.model import Finding
-from tuner.topology import (
+from tuner.topology.model import (
     BlockDevice,
     Machine,
     NetDevice,

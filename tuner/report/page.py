@@ -19,7 +19,7 @@ from tuner.report.figures import (
     sweep_figure,
 )
 from tuner.rules.model import Finding
-from tuner.topology import Machine, Topology
+from tuner.topology.model import Machine, Topology
 from tuner.units import human_bytes
 
 _CSS = """

@@ -14,7 +14,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from tuner.topology import QueueSettings, VmSettings
+from tuner.topology.model import QueueSettings, VmSettings
 
 Value = int | str
 Point = dict[tuple[str, str], Value]

@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 from probes.hostfs import HostFS
 from probes.mounts import mount_holding, mounts_by_point
 from probes.storage import probe_storage
-from tuner.topology import Mount, Topology
+from tuner.topology.model import Mount, Topology
 
 DEFAULT_READAHEAD_KB = 128  # the kernel's default, when a device does not say
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from tuner.errors import BadInput
 from tuner.state import ownership_problem
-from tuner.topology import Topology
+from tuner.topology.model import Topology
 from tuner.trials.blockdev import block_number, kernel_name, live_storage
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from tuner.errors import BadInput
 from tuner.rules.model import Workload
-from tuner.topology import Topology
+from tuner.topology.model import Topology
 from tuner.trials import pagecache
 from tuner.trials.blockdev import cached_below, live_storage, readahead_bytes
 from tuner.trials.dataset import CacheModel

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tuner.journal import Change, Journal
 from tuner.tunables.access import Saved, Tunables
 from tuner.tunables.base import InvalidValue, TunableError, Value
+from tuner.tunables.journal import Change, Journal
 from tuner.tunables.sysctl import DirtyPair
 from tuner.tunables.sysroot import SysRoot
 from tuner.tunables.table import IMPLEMENTATIONS, apply_rank

@@ -23,7 +23,7 @@ from tuner.search.space import (
     Value,
     space_for,
 )
-from tuner.topology import Machine, Topology
+from tuner.topology.model import Machine, Topology
 from tuner.trials.fio import fio_size, reads, writes
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import TunableError

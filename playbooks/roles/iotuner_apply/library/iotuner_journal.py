@@ -13,9 +13,9 @@ try:
     from tuner.apply import changeset
     from tuner.apply.render import render
     from tuner.errors import BadInput
-    from tuner.journal import Journal
     from tuner.plan import read_plan
     from tuner.state import state_dir
+    from tuner.tunables.journal import Journal
 
     IMPORT_ERROR = None
 except ImportError:  # reported by main(): iotuner is not installed for this interpreter

@@ -8,7 +8,7 @@ values a write may disturb), the new value, and when it was written, restored or
 
 Commits are durable (WAL with synchronous=FULL) before the caller goes on to write the host.
 `recover` restores what dead sessions left changed, newest first; `restore_on_signals`
-(tuner/signals.py) makes SIGTERM and Ctrl-C restore before the process exits.
+(tuner/tunables/signals.py) makes SIGTERM and Ctrl-C restore before the process exits.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from typing import Any, Protocol
 
 # The signal helpers live beside the journal; callers import them from here.
 from tuner.process import boot_id, process_start_time
-from tuner.signals import Interrupted, restore_on_signals
 from tuner.state import state_dir, trusted_database, trusted_parents
 from tuner.tunables.access import Saved, as_value
 from tuner.tunables.base import TargetGone, TunableError, Value
+from tuner.tunables.signals import Interrupted, restore_on_signals
 
 __all__ = [
     "Change",

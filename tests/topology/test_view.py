@@ -8,7 +8,7 @@ from dataclasses import replace
 from rich.console import Console
 
 from probes.ids import MACHINE_ID, block_id
-from tuner.topology import (
+from tuner.topology.model import (
     BlockDevice,
     CpuInfo,
     CpuPlace,
@@ -17,7 +17,7 @@ from tuner.topology import (
     NumaNode,
     Topology,
 )
-from tuner.topology_view import render_topology
+from tuner.topology.view import render_topology
 
 GIB = 1 << 30
 

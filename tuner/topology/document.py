@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from tuner.codec import DecodeError, decode, encode
-from tuner.topology import (
+from tuner.topology.model import (
     NODE_TYPES,
     SCHEMA_VERSION,
     BlockDevice,

@@ -11,7 +11,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from probes.pci import pci_class_name
-from tuner.topology import (
+from tuner.topology.model import (
     BlockDevice,
     DaxDevice,
     Irq,

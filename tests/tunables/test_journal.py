@@ -20,10 +20,10 @@ import pytest
 from tests.cli import iotuner
 from tests.loopdev import loop_device
 from tests.sysfs_tree import SysTree
-from tuner.journal import Journal, Session, recover
 from tuner.process import process_start_time
 from tuner.tunables.access import Tunables
 from tuner.tunables.engine import TunableEngine
+from tuner.tunables.journal import Journal, Session, recover
 
 FIXTURE_SETTINGS = ("block.read_ahead_kb=loop3=4096", "vm.dirty_ratio=host=40",
                     "block.scheduler=loop3=mq-deadline")  # fmt: skip
@@ -34,7 +34,7 @@ def child(root: Path | str, mode: str, *settings: str) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "tests.journal_child", str(root), mode, *settings],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
     )  # fmt: skip
     assert proc.stdout is not None
     line = proc.stdout.readline()

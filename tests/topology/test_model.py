@@ -11,8 +11,8 @@ from benchmarks.synthetic_host import Shape, build
 from probes.host import probe_host
 from probes.hostfs import HostFS
 from tuner.codec import DecodeError
-from tuner.topology import BlockDevice, PciFunction, PciLink, pcie_usable_mbps
-from tuner.topology_json import from_document, to_document
+from tuner.topology.document import from_document, to_document
+from tuner.topology.model import BlockDevice, PciFunction, PciLink, pcie_usable_mbps
 
 
 @pytest.fixture(scope="module")
