@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from tuner.rulebase import load_rule_base
+from tuner.rules.installed import load_rule_base
 from tuner.rules.model import Workload
 from tuner.trials import AppParams, TrialTarget, run_trial
 

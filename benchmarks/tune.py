@@ -127,7 +127,7 @@ def run_rows(
     labs: list[str], workloads: list[str], plan: Plan, args: argparse.Namespace
 ) -> list[RowResult]:
     """Step 1: every (lab, workload) row, each lab up for its rows and down after them."""
-    from tuner.rulebase import load_rule_base
+    from tuner.rules.installed import load_rule_base
     from tuner.tunables.engine import TunableEngine
     from tuner.tunables.journal import Journal
     from tuner.tunables.signals import restore_on_signals

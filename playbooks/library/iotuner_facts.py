@@ -12,10 +12,10 @@ from ansible.module_utils.basic import AnsibleModule
 
 try:
     from probes.host import probe_host
+    from probes.host_root import open_root
     from probes.hostfs import HostFS
     from tuner.errors import IotunerError
     from tuner.fleet.fingerprint import fingerprint
-    from tuner.host_root import open_root
     from tuner.topology.document import to_document
 
     IMPORT_ERROR = None

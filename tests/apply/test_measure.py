@@ -26,7 +26,7 @@ from tuner.errors import BadInput
 from tuner.lab.model import Lab
 from tuner.lab.session import lab_session
 from tuner.plan import Plan, PlanEntry
-from tuner.rulebase import load_rule_base
+from tuner.rules.installed import load_rule_base
 from tuner.trials.trial import TrialResult
 from tuner.tunables.access import Tunables
 from tuner.tunables.engine import TunableEngine

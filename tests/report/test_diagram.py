@@ -11,8 +11,8 @@ from tests.report.conftest import WORKLOAD
 from tuner.facts import collect
 from tuner.facts.target import FactOptions
 from tuner.report.diagram import SEVERITY_FILL, topology_rows, topology_svg, worst
-from tuner.rulebase import load_rule_base
 from tuner.rules.engine import evaluate
+from tuner.rules.installed import load_rule_base
 from tuner.topology.model import BlockDevice, Machine, StackEdge, Topology
 
 

@@ -15,8 +15,8 @@ from tuner.facts import collect
 from tuner.facts.target import FactOptions
 from tuner.report.data import scaling_curves, sweep_grids, tune_run
 from tuner.report.page import ReportInputs, render_page
-from tuner.rulebase import load_rule_base
 from tuner.rules.engine import evaluate
+from tuner.rules.installed import load_rule_base
 
 
 def _inputs(host_root: Path, with_results: bool) -> ReportInputs:

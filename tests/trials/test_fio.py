@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tuner.errors import IotunerError
-from tuner.rulebase import load_rule_base
+from tuner.rules.installed import load_rule_base
 from tuner.trials.fio import (
     FIO_MISSING,
     AppParams,

@@ -97,7 +97,7 @@ def test_a_write_trial_holds_the_device_exclusively(loops: Loops) -> None:
 
 
 def test_each_write_trial_checks_the_device_again(loops: Loops) -> None:
-    from tuner.rulebase import load_rule_base
+    from tuner.rules.installed import load_rule_base
     from tuner.trials import TrialTarget, run_trial
 
     device = loops.loop(64 << 20)

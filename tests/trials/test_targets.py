@@ -10,7 +10,7 @@ import pytest
 
 from tests.trials.conftest import Loops
 from tuner.errors import BadInput
-from tuner.rulebase import load_rule_base
+from tuner.rules.installed import load_rule_base
 from tuner.trials import TrialTarget, run_trial
 
 WORKLOADS = {w.name: w for w in load_rule_base().workloads}

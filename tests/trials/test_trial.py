@@ -9,7 +9,7 @@ import pytest
 
 from tests.trials.conftest import Loops
 from tuner.errors import IotunerError
-from tuner.rulebase import load_rule_base
+from tuner.rules.installed import load_rule_base
 from tuner.trials import AppParams, TrialTarget, run_trial
 from tuner.trials.fio import FIO_MISSING
 from tuner.trials.pagecache import TOLERANCE

@@ -17,7 +17,7 @@ from probes.host import probe_host
 from probes.hostfs import HostFS
 from tests.loopdev import loop_device, need_root
 from tuner.lab.session import lab_session
-from tuner.rulebase import load_rule_base
+from tuner.rules.installed import load_rule_base
 from tuner.trials.diskstats import read_diskstats
 from tuner.trials.fio import job_text
 from tuner.trials.idle import BUSY, DevicesBusy, utilisation, wait_until_idle

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.loopdev import loop_device
-from tuner.rulebase import load_rule_base
+from tuner.rules.installed import load_rule_base
 from tuner.search.confirm import Confirmation
 from tuner.search.space import Dimension, SearchSpace
 from tuner.trials.targets import TrialTarget

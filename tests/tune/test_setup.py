@@ -9,7 +9,7 @@ import pytest
 from probes.host import probe_host
 from probes.hostfs import HostFS
 from tests.fixtures.scenarios import build_scenario
-from tuner.rulebase import load_rule_base
+from tuner.rules.installed import load_rule_base
 from tuner.rules.model import Workload
 from tuner.search.space import APP, HOST, Point, SearchSpace, app_dimensions, space_for
 from tuner.tunables.access import Tunables

@@ -21,7 +21,7 @@ from typing import Generic, TypeVar
 
 from tuner.errors import BadInput
 from tuner.plan import Plan
-from tuner.rulebase import load_rule_base
+from tuner.rules.installed import load_rule_base
 from tuner.rules.model import RuleBase, Workload
 from tuner.trials.fio import writes
 from tuner.trials.targets import TrialTarget

@@ -12,23 +12,23 @@ import typer
 from rich.console import Console
 
 from probes.host import probe_host
+from probes.host_root import open_root
 from probes.hostfs import HostFS
 from tuner.arguments import number_value, path_value
 from tuner.codec import encode
 from tuner.errors import BadInput
 from tuner.facts import collect
 from tuner.facts.target import FactOptions
-from tuner.findings_view import (
+from tuner.plan import plan_from_findings, write_plan
+from tuner.rules.engine import Evaluation, evaluate
+from tuner.rules.installed import check_workload, load_rule_base
+from tuner.rules.view import (
     print_changes,
     print_explanations,
     print_findings,
     print_summary,
     unevaluated,
 )
-from tuner.host_root import open_root
-from tuner.plan import plan_from_findings, write_plan
-from tuner.rulebase import check_workload, load_rule_base
-from tuner.rules.engine import Evaluation, evaluate
 from tuner.topology.model import Machine
 
 # The papers study sequential I/O and the tune's main job streams reads: advice for one workload

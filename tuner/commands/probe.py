@@ -15,10 +15,10 @@ from rich.text import Text
 
 from probes.gather import write_capture
 from probes.host import probe_host
+from probes.host_root import open_root
 from probes.hostfs import HostFS
 from tuner.arguments import path_value
 from tuner.errors import BadInput
-from tuner.host_root import open_root
 from tuner.probe_warnings import summarise
 from tuner.topology.document import to_document
 from tuner.topology.model import Topology

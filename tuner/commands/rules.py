@@ -13,9 +13,9 @@ from rich.text import Text
 from tuner.cli_help import Command, Group, examples
 from tuner.codec import encode
 from tuner.errors import BadInput
-from tuner.findings_view import print_wrapped
-from tuner.rulebase import load_rule_base
+from tuner.rules.installed import load_rule_base
 from tuner.rules.markdown import rule_base_markdown, rule_markdown
+from tuner.rules.view import print_wrapped
 
 app = typer.Typer(
     help="List and show the rules iotuner applies. Exit codes: 0 ok, 2 bad input.",

@@ -19,7 +19,7 @@ from tuner.errors import BadInput, IotunerError
 from tuner.lab.session import lab_session
 from tuner.plan import plan_from_tune, write_plan
 from tuner.results import save_result
-from tuner.rulebase import check_workload, load_rule_base
+from tuner.rules.installed import check_workload, load_rule_base
 from tuner.rules.model import RuleBase, Workload
 from tuner.search.space import APP
 from tuner.topology.model import Machine

@@ -12,16 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from probes.host import probe_host
+from probes.host_root import open_root
 from probes.hostfs import HostFS
 from tuner.facts import collect
 from tuner.facts.target import FactOptions
 from tuner.host_identity import HostIdentity, identity_from, identity_of
-from tuner.host_root import open_root
 from tuner.report.data import scaling_curves, sweep_grids, tune_run
 from tuner.report.page import ReportInputs, render_page
 from tuner.results import MEASURED_ON, load_result
-from tuner.rulebase import check_workload, load_rule_base
 from tuner.rules.engine import evaluate
+from tuner.rules.installed import check_workload, load_rule_base
 from tuner.topology.model import Machine
 
 

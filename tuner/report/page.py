@@ -8,7 +8,6 @@ from html import escape
 from typing import Any
 
 from tuner import __version__
-from tuner.findings_view import citations, setting_label
 from tuner.report.data import ScalingCurve, SweepGrid, TuneRun, best_so_far
 from tuner.report.diagram import SEVERITY_FILL, SEVERITY_ORDER, topology_svg
 from tuner.report.figures import (
@@ -19,6 +18,7 @@ from tuner.report.figures import (
     sweep_figure,
 )
 from tuner.rules.model import Finding
+from tuner.rules.view import citations, setting_label
 from tuner.topology.model import Machine, Topology
 from tuner.units import human_bytes
 
