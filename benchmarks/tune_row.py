@@ -29,12 +29,7 @@ from tuner.trials.fio import writes
 from tuner.tunables.engine import TunableEngine
 from tuner.tune.result import TrialRecord
 from tuner.tune.session import Tune, TuneConfig, trial_with
-from tuner.tune.setup import (
-    current_point,
-    host_dirtyable_bytes,
-    recommended_points,
-    tune_space,
-)
+from tuner.tune.setup import prepare_tune
 
 MiB = 1 << 20
 # Reads on the stripe go through btrfs to a scratch file: 2 GiB holds what a trial reads at
@@ -225,12 +220,10 @@ class Row:
         started = time.monotonic()
         budget, runtime = tune_defaults()
         budget = self.plan.tune_budget or budget
-        topology = probe_host(HostFS("/"))
-        dirtyable = host_dirtyable_bytes(topology)
-        space = tune_space(topology, self.target.devices, self.workload, False, dirtyable)
-        baseline = current_point(space, self.engine.tunables, self.workload, dirtyable)
-        suggested = recommended_points(self.base, topology, self.workload, space, baseline,
-                                       dirtyable, read_devices=self.target.raw_devices)  # fmt: skip
+        setup = prepare_tune(self.base, probe_host(HostFS("/")), self.target.devices,
+                             self.workload, self.engine.tunables,
+                             read_devices=self.target.raw_devices)  # fmt: skip
+        space, baseline, suggested = setup.space, setup.baseline, setup.suggested
         self.log(f"  space: {', '.join(f'{k}@{t}' for k, t in space.names())}")
         # DESIGN.md: the first (write) trial on a fresh lab runs slow; it is not counted.
         self.measure({}, "warm-up")

@@ -16,7 +16,7 @@ from tuner.tunables.access import Tunables
 from tuner.tune.setup import (
     current_point,
     dirtyable_bytes,
-    host_dirtyable_bytes,
+    prepare_tune,
     recommended_points,
     tune_space,
 )
@@ -72,15 +72,13 @@ def big_memory(tmp_path: Path) -> Path:
 
 
 def write_tune(root: Path) -> tuple[SearchSpace, Point, list[Point]]:
-    """The space, baseline and rules' points a stream-write tune on `root` starts from."""
-    topology = probe_host(HostFS(root))
-    dirtyable = host_dirtyable_bytes(topology)
+    """The space, baseline and rules' points a stream-write tune on `root` starts from: the
+    set-up `iotuner tune` and the tune benchmark share."""
     write = load_rule_base().workload("stream-write")
     assert write is not None
-    space = tune_space(topology, ("sda",), write, False, dirtyable)
-    baseline = current_point(space, Tunables(root), write, dirtyable)
-    suggested = recommended_points(load_rule_base(), topology, write, space, baseline, dirtyable)
-    return space, baseline, suggested
+    setup = prepare_tune(load_rule_base(), probe_host(HostFS(root)), ("sda",), write,
+                         Tunables(root))  # fmt: skip
+    return setup.space, setup.baseline, setup.suggested
 
 
 def test_a_host_on_ratios_is_measured_at_the_bytes_they_amount_to(big_memory: Path) -> None:

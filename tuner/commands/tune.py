@@ -34,12 +34,7 @@ from tuner.tunables.journal import Journal
 from tuner.tunables.signals import restore_on_signals
 from tuner.tune.objective import OBJECTIVES, objective_for
 from tuner.tune.result import result_document
-from tuner.tune.setup import (
-    current_point,
-    host_dirtyable_bytes,
-    recommended_points,
-    tune_space,
-)
+from tuner.tune.setup import prepare_tune
 from tuner.tune.view import TuneView, print_changes, render_summary
 from tuner.units import parse_size
 
@@ -146,21 +141,18 @@ def tune(
         config = TuneConfig(budget=budget, time_s=time_s, runtime_s=runtime, ramp_s=ramp,
                             objective=goal, seed=seed, io_cap_bytes=cap,
                             cache=cache)  # fmt: skip
-        topology = probe_host(HostFS("/"))
-        dirtyable = host_dirtyable_bytes(topology)
-        space = tune_space(topology, trial_target.devices, chosen, app_params, dirtyable)
         journal = stack.enter_context(Journal())
         engine = stack.enter_context(TunableEngine(Path("/"), journal))
         stack.enter_context(restore_on_signals(engine))
-        baseline = current_point(space, engine.tunables, chosen, dirtyable)
-        suggested = recommended_points(base, topology, chosen, space, baseline, dirtyable,
-                                       read_devices=trial_target.raw_devices)  # fmt: skip
+        setup = prepare_tune(base, probe_host(HostFS("/")), trial_target.devices, chosen,
+                             engine.tunables, app=app_params,
+                             read_devices=trial_target.raw_devices)  # fmt: skip
         view = stack.enter_context(TuneView(console, budget, enabled=console.is_terminal))
         gate = _idle_gate(trial_target.devices, idle_below, console)
-        session = Tune(trial_target, chosen, space, engine, config, on_trial=view.trial,
+        session = Tune(trial_target, chosen, setup.space, engine, config, on_trial=view.trial,
                        before_trial=gate)  # fmt: skip
-        result = session.run(baseline, suggested)
-    host = next((m.name for m in topology.of_type(Machine)), "host")
+        result = session.run(setup.baseline, setup.suggested)
+    host = next((m.name for m in setup.topology.of_type(Machine)), "host")
     if plan_out is not None:
         measured = result_document(result)
         measured.pop("trials")

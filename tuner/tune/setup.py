@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,38 @@ from tuner.topology.model import Machine, Topology
 from tuner.trials.fio import fio_size, reads, writes
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import TunableError
+
+
+@dataclass(frozen=True)
+class TuneSetup:
+    """What a tune starts from: the host's topology, the space over the target's devices, the
+    point the host is at now (the baseline) and the rule base's suggestions."""
+
+    topology: Topology
+    space: SearchSpace
+    baseline: Point
+    suggested: list[Point]
+
+
+def prepare_tune(
+    base: RuleBase,
+    topology: Topology,
+    devices: tuple[str, ...],
+    workload: Workload,
+    tunables: Tunables,
+    *,
+    app: bool = False,
+    read_devices: Collection[str] = (),
+) -> TuneSetup:
+    """The one set-up `iotuner tune` and the tune benchmark share: the space (tune_space),
+    the current point read through `tunables` (current_point) and the rules' suggestions
+    (recommended_points), with dirty thresholds counted in the host's dirtyable bytes."""
+    dirtyable = host_dirtyable_bytes(topology)
+    space = tune_space(topology, devices, workload, app, dirtyable)
+    baseline = current_point(space, tunables, workload, dirtyable)
+    suggested = recommended_points(base, topology, workload, space, baseline, dirtyable,
+                                   read_devices=read_devices)  # fmt: skip
+    return TuneSetup(topology, space, baseline, suggested)
 
 
 def tune_space(
