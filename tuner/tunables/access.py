@@ -38,6 +38,18 @@ def as_value(data: object) -> Value:
     raise ValueError(f"not a tunable value: {data!r}")
 
 
+def like_reading(model: Value, value: Value) -> Value:
+    """`value` in the type reading gave `model`: Ansible may template 4092 into "4092", and a
+    tuple such as tcp_rmem into "4096 131072 6291456" or "[4096, 131072, 6291456]"."""
+    if isinstance(model, int) and isinstance(value, str):
+        text = value.strip()
+        if text and all(char in "0123456789" for char in text):
+            return int(text)
+    if isinstance(model, tuple) and isinstance(value, str):
+        return tuple(int(word) for word in value.replace(",", " ").strip("[]() ").split())
+    return value
+
+
 class Tunables:
     """Every tunable of the registry, bound to one root ("/" on the live host)."""
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 import traceback
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 from ansible.module_utils.basic import AnsibleModule
 
 try:
-    from tuner.tunables.access import Tunables, as_value, format_value
+    from tuner.tunables.access import Tunables, as_value, format_value, like_reading
     from tuner.tunables.base import TunableError
 
     IMPORT_ERROR = None
@@ -54,15 +53,6 @@ read:
 """
 
 
-def like(model, value):
-    """`value` as the type reading gives: an older Ansible may template 4092 into "4092"."""
-    if isinstance(model, int) and isinstance(value, str) and re.fullmatch(r"[0-9]+", value.strip()):
-        return int(value)
-    if isinstance(model, tuple) and isinstance(value, str):
-        return tuple(int(word) for word in value.replace(",", " ").strip("[]() ").split())
-    return value
-
-
 def main():
     """Read every setting back; fail on the first that moved."""
     module = AnsibleModule(
@@ -85,7 +75,7 @@ def main():
         shown = f"{key} on {target}"
         try:
             now = tunables.read(key, target)
-            expected = like(now, as_value(item.get("expected", item.get("value"))))
+            expected = like_reading(now, as_value(item.get("expected", item.get("value"))))
         except (TunableError, ValueError) as err:
             module.fail_json(msg=str(err) if isinstance(err, TunableError) else f"{shown}: {err}")
         read.append(format_value(now))

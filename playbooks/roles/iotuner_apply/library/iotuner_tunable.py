@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 import traceback
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 from ansible.module_utils.basic import AnsibleModule
 
 try:
-    from tuner.tunables.access import Tunables, as_value, format_value
+    from tuner.tunables.access import Tunables, as_value, format_value, like_reading
     from tuner.tunables.base import TunableError
 
     IMPORT_ERROR = None
@@ -70,15 +69,6 @@ after:
 """
 
 
-def like(model, value):
-    """`value` as the type reading gives: an older Ansible may template 4092 into "4092"."""
-    if isinstance(model, int) and isinstance(value, str) and re.fullmatch(r"[0-9]+", value.strip()):
-        return int(value)
-    if isinstance(model, tuple) and isinstance(value, str):
-        return tuple(int(word) for word in value.replace(",", " ").strip("[]() ").split())
-    return value
-
-
 def main():
     """Read, compare, write when different, read back."""
     module = AnsibleModule(
@@ -104,7 +94,7 @@ def main():
         value = as_value(module.params["value"])
         raw_expected = module.params["expected"]
         before = tunables.read(key, target)
-        expected = like(before, value if raw_expected is None else as_value(raw_expected))
+        expected = like_reading(before, value if raw_expected is None else as_value(raw_expected))
         result = {
             "key": key,
             "target": target,
