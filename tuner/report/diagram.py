@@ -23,6 +23,7 @@ from tuner.topology.model import (
     StoragePort,
     Topology,
 )
+from tuner.topology.walk import branch, descendants
 from tuner.units import cpulist, human_bytes, human_rate
 
 SEVERITY_ORDER = ("critical", "warning", "info")
@@ -73,17 +74,6 @@ def topology_rows(topology: Topology, severities: dict[str, str]) -> list[Row]:
         rows.append(Row(depth, label, severity, parent))
         return len(rows) - 1
 
-    def walk(node_id: str, depth: int, parent: int) -> None:
-        for child in topology.children(node_id):
-            if isinstance(child, BlockDevice) and child.partition is not None:
-                continue
-            if not _important(child) and not any(
-                _important(n) for n in _descendants(topology, child.id)
-            ):
-                continue
-            index = add(depth, node_label(topology, child), severity_of(child), parent)
-            walk(child.id, depth + 1, index)
-
     machine = next(iter(topology.of_type(Machine)), None)
     name = machine.name if machine else "host"
     title = f"Machine {name}"
@@ -95,9 +85,11 @@ def topology_rows(topology: Topology, severities: dict[str, str]) -> list[Row]:
     for numa in topology.of_type(NumaNode):
         add(1, f"NUMA node {numa.os_index}  CPUs {cpulist(numa.cpus)}", None, top)
     for bridge in topology.of_type(PciHostBridge):
-        if any(_important(n) for n in _descendants(topology, bridge.id)):
-            index = add(1, f"PCI {bridge.domain}:{bridge.bus}", severity_of(bridge), top)
-            walk(bridge.id, 2, index)
+        if any(_important(n) for n in descendants(topology, bridge.id)):
+            rows_at = {1: add(1, f"PCI {bridge.domain}:{bridge.bus}", severity_of(bridge), top)}
+            for depth, node in branch(topology, bridge.id, _important, depth=2):
+                label = node_label(topology, node)
+                rows_at[depth] = add(depth, label, severity_of(node), rows_at[depth - 1])
     # Size 0 is an unbound loop device or an unconfigured ram disk: a free slot, not storage.
     virtual = [
         d
@@ -227,13 +219,3 @@ def _important(node: Node) -> bool:
     return isinstance(node, (BlockDevice, NetDevice)) or (
         isinstance(node, PciFunction) and (node.is_storage_controller or node.is_network_controller)
     )
-
-
-def _descendants(topology: Topology, node_id: str) -> list[Node]:
-    found: list[Node] = []
-    stack = list(topology.children(node_id))
-    while stack:
-        node = stack.pop()
-        found.append(node)
-        stack.extend(topology.children(node.id))
-    return found

@@ -11,6 +11,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from probes.pci import pci_class_name
+from tuner.topology import walk
 from tuner.topology.model import (
     BlockDevice,
     DaxDevice,
@@ -24,6 +25,7 @@ from tuner.topology.model import (
     StoragePort,
     Topology,
 )
+from tuner.topology.walk import descendants
 from tuner.units import cpulist, human_bytes, human_rate
 
 _SECTIONS = ("numa", "pci", "storage", "net", "irq")
@@ -45,7 +47,7 @@ def render_topology(topology: Topology, section: str | None = None) -> Renderabl
     if show & {"pci", "storage", "net"}:
         keep = _pci_filter(topology, section)
         for bridge in topology.of_type(PciHostBridge):
-            if any(keep(n) for n in _descendants(topology, bridge.id)):
+            if any(keep(n) for n in descendants(topology, bridge.id)):
                 branch = root.add(Text(f"PCI {bridge.domain}:{bridge.bus}", style="bold cyan"))
                 _pci_children(branch, topology, bridge.id, keep, section)
     if show & {"storage"} or section is None:
@@ -132,16 +134,6 @@ def _dax_label(dev: DaxDevice) -> Text:
 # -- PCI tree --------------------------------------------------------------------------------
 
 
-def _descendants(topology: Topology, node_id: str) -> list[Node]:
-    found: list[Node] = []
-    stack = list(topology.children(node_id))
-    while stack:
-        node = stack.pop()
-        found.append(node)
-        stack.extend(topology.children(node.id))
-    return found
-
-
 def _pci_filter(topology: Topology, section: str | None) -> Callable[[Node], bool]:
     """Which nodes make a PCI branch worth showing in this section (lstopo's 'important' idea)."""
 
@@ -179,17 +171,14 @@ def _important(fn: PciFunction) -> bool:
 def _pci_children(
     branch: Tree, topology: Topology, parent: str, keep: Callable[[Node], bool], section: str | None
 ) -> None:
-    for node in topology.children(parent):
-        if isinstance(node, BlockDevice) and node.partition is not None and section != "storage":
-            continue
-        if not keep(node) and not any(keep(n) for n in _descendants(topology, node.id)):
-            continue
-        sub = branch.add(_label(topology, node))
+    trees = {-1: branch}  # the last tree drawn at each depth
+    for depth, node in walk.branch(topology, parent, keep, partitions=section == "storage"):
+        sub = trees[depth - 1].add(_label(topology, node))
         if isinstance(node, PciFunction) and section in (None, "irq"):
             irq_line = _irq_summary(topology.irqs_of(node.address))
             if irq_line is not None:
                 sub.add(irq_line)
-        _pci_children(sub, topology, node.id, keep, section)
+        trees[depth] = sub
 
 
 def _label(topology: Topology, node: Node) -> Text:
