@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.tunables.hostroot import NVME
 from tuner.tunables.access import Tunables
+from tuner.tunables.base import TunableError
 from tuner.tunables.registry import TUNABLES
 from tuner.tunables.table import IMPLEMENTATIONS
 
@@ -22,3 +25,23 @@ def test_every_key_reads_and_revalidates_its_own_value(tunables: Tunables) -> No
         if key in ("vm.dirty_background_bytes", "vm.dirty_bytes"):
             continue  # 0 means "the ratio is in force" and cannot be written back as such
         assert tunables.validate(key, target, value) == value, key
+
+
+def test_every_key_names_its_kernel_file_and_udev_keys_their_rule(tunables: Tunables) -> None:
+    """A tunable says where it lives (apply and verify show it) and, when udev holds it, the
+    assignment: the NIC's is its own attribute, not a block queue's."""
+    for key, spec in TUNABLES.items():
+        target = TARGETS[spec.scope]
+        assert tunables.path(key, target).startswith(("/sys/", "/proc/")), key
+        value = tunables.read(key, target)
+        impl = IMPLEMENTATIONS[key]
+        if spec.persist == "udev":
+            assert impl.udev_assignment(value).startswith("ATTR{"), key
+        else:
+            with pytest.raises(TunableError, match="not persisted by a udev rule"):
+                impl.udev_assignment(value)
+    assert tunables.path("block.read_ahead_kb", "loop3") == "/sys/block/loop3/queue/read_ahead_kb"
+    assert IMPLEMENTATIONS["nic.mtu"].udev_assignment(9000) == 'ATTR{mtu}="9000"'
+    assert IMPLEMENTATIONS["block.write_cache"].udev_assignment("write through") == (
+        'ATTR{queue/write_cache}="write through"'
+    )

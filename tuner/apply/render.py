@@ -29,12 +29,9 @@ from tuner.errors import BadInput
 from tuner.plan import Plan, check_plan
 from tuner.tunables.access import Tunables, format_value
 from tuner.tunables.base import TunableError, Value
-from tuner.tunables.block import BlockTunable
 from tuner.tunables.engine import conflict
-from tuner.tunables.nic import Mtu
 from tuner.tunables.registry import TUNABLES
-from tuner.tunables.sysctl import Sysctl
-from tuner.tunables.table import apply_rank
+from tuner.tunables.table import IMPLEMENTATIONS, apply_rank
 
 UDEV_RULES = "etc/udev/rules.d/60-iotuner.rules"
 SYSCTL_CONF = "etc/sysctl.d/60-iotuner.conf"
@@ -124,9 +121,7 @@ def render(
             raise bad(str(err)) from None
         pending[(entry.key, target)] = value
         live.append(
-            LiveSetting(
-                i, entry.key, target, value, expected, setting_path(tunables, entry.key, target)
-            )
+            LiveSetting(i, entry.key, target, value, expected, tunables.path(entry.key, target))
         )
     files = _files(plan, live, identities, Path(conf_root))
     return Rendered(plan, files, tuple(live), identities)
@@ -142,21 +137,6 @@ def _target(tunables: Tunables, key: str, target: str) -> str:
 def _why(message: str, key: str, target: str) -> str:
     """The tunable's message without the "KEY on TARGET: " the entry label already says."""
     return message.removeprefix(f"{key} on {target}: ")
-
-
-def setting_path(tunables: Tunables, key: str, target: str) -> str:
-    """The kernel file a setting lives in, as the host names it."""
-    impl = tunables.impl(key)
-    sysroot = tunables.sys
-    if isinstance(impl, BlockTunable):
-        return sysroot.shown(impl.rel(sysroot, target))
-    if isinstance(impl, Sysctl):
-        return sysroot.shown(impl.rel())
-    if isinstance(impl, Mtu):
-        return sysroot.shown(impl.rel(sysroot, target))
-    if key == "irq.affinity":
-        return "/proc/irq/*/smp_affinity_list"
-    return "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
 
 
 def _header(plan: Plan) -> str:
@@ -227,24 +207,13 @@ def _udev_rules(settings: list[LiveSetting], identities: dict[str, Identity]) ->
         identity = identities[target]
         if identity.kind == "mac":
             head = 'ACTION=="add", SUBSYSTEM=="net", '
-            attrs = [f'ATTR{{mtu}}="{s.value}"' for s in by_target[target]]
         else:
             head = 'ACTION=="add|change", SUBSYSTEM=="block", ENV{DEVTYPE}=="disk", '
-            attrs = [
-                f'ATTR{{queue/{_attr(s.key)}}}="{format_value(s.value)}"' for s in by_target[target]
-            ]
+        attrs = [IMPLEMENTATIONS[s.key].udev_assignment(s.value) for s in by_target[target]]
         rules.append(
             f"# {target} ({identity.kind})\n{head}{identity.udev_match()}, {', '.join(attrs)}\n"
         )
     return rules
-
-
-def _attr(key: str) -> str:
-    from tuner.tunables.table import IMPLEMENTATIONS
-
-    impl = IMPLEMENTATIONS[key]
-    assert isinstance(impl, BlockTunable)
-    return impl.attr
 
 
 def _boot_unit(settings: list[LiveSetting]) -> str | None:

@@ -18,7 +18,7 @@ from typing import Any
 from probes.hostfs import HostFS
 from tuner.apply.identity import block_identity
 from tuner.apply.lock import changes_lock
-from tuner.apply.render import LiveSetting, setting_path
+from tuner.apply.render import LiveSetting
 from tuner.daemon import plan_source
 from tuner.daemon.events import Event, event
 from tuner.daemon.held import SETTLE, Device, HeldSetting, boot_time, plain, reset_by, text
@@ -118,7 +118,7 @@ class DriftHolder:
             raise InvalidValue(f"{key} on {name}: {why}")
         checked = tunables.validate(key, name, value, pending=pending)
         expected = tunables.expected(key, name, checked)
-        return LiveSetting(entry, key, name, checked, expected, setting_path(tunables, key, name))
+        return LiveSetting(entry, key, name, checked, expected, tunables.path(key, name))
 
     def plan_state(self) -> dict[str, Any] | None:
         """The held plan for `iotuner status`; None when nothing is held."""

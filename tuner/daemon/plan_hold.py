@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from probes.hostfs import HostFS
 from tuner.apply.identity import Identity, block_identity
-from tuner.apply.render import LiveSetting, setting_path
+from tuner.apply.render import LiveSetting
 from tuner.daemon.drift import JOURNAL_TROUBLE, SETTLE_SECONDS, DriftHolder, unlike
 from tuner.daemon.events import Event, event
 from tuner.daemon.held import SETTLE, Device, HeldSetting, hms, text
@@ -101,7 +101,7 @@ class Holder(DriftHolder):
         device.name, device.gone, device.udev = name, False, (action, now)
         for held in self._settings:
             if held.device is device:
-                path = setting_path(self._tunables, held.live.key, name)
+                path = self._tunables.path(held.live.key, name)
                 held.live = replace(held.live, target=name, path=path)
                 held.actual = held.ok_at = held.refused = held.problem = None
         where = name if old == name else f"{name} (was {old})"

@@ -63,6 +63,10 @@ class Tunables:
         except KeyError:
             raise InvalidValue(f"{key}: unknown tunable (see tuner/tunables/registry.py)") from None
 
+    def path(self, key: str, target: str) -> str:
+        """The kernel file `key` on `target` lives in, as the host names it."""
+        return self.impl(key).kernel_path(self.sys, target)
+
     def target(self, key: str, target: str) -> str:
         """The target as the key's tunable names it ("/dev/loop3" -> "loop3"); InvalidValue
         for a name no such target has (tuner/tunables/naming.py), before any path is made."""

@@ -81,6 +81,16 @@ class Tunable:
         """What reading back should give after writing `value` (a policy resolves to a layout)."""
         return value
 
+    def kernel_path(self, sys: SysRoot, target: str) -> str:
+        """The kernel file the value lives in, as the host names it (apply and verify show
+        it); TargetGone when the target is not here."""
+        raise NotImplementedError
+
+    def udev_assignment(self, value: Value) -> str:
+        """The udev rule assignment that sets `value` when the device appears, for a key
+        persisted by udev (registry.py); a TunableError for any other."""
+        raise TunableError(f"{self.key} is not persisted by a udev rule")
+
     def check_original(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
         """A saved original about to be written back, checked as a new value is: the journal
         it comes from is a file, and a file can be planted."""

@@ -48,6 +48,14 @@ class BlockTunable(Tunable):
         """Write the attribute as text."""
         self.write_attr(sys, target, self.rel(sys, target), str(value))
 
+    def kernel_path(self, sys: SysRoot, target: str) -> str:
+        """/sys/block/DEV/queue/ATTR."""
+        return sys.shown(self.rel(sys, target))
+
+    def udev_assignment(self, value: Value) -> str:
+        """ATTR{queue/ATTR}="VALUE" (values are checked names and numbers: no quoting)."""
+        return f'ATTR{{queue/{self.attr}}}="{value}"'
+
 
 class IntQueueTunable(BlockTunable):
     """An integer queue attribute with fixed kernel bounds."""

@@ -70,6 +70,10 @@ class Governor(Tunable):
             raise self.invalid(target, f"layout {text!r} does not name CPUs {cpus}")
         return layout
 
+    def kernel_path(self, sys: SysRoot, target: str) -> str:
+        """Every CPU's scaling_governor (the host's governor is theirs)."""
+        return "/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"
+
     def write(self, sys: SysRoot, target: str, value: Value) -> None:
         """Write every CPU's governor."""
         for cpu, name in self.layout(sys, target, str(value)).items():

@@ -124,6 +124,10 @@ class IrqAffinity(Tunable):
         """The layout a policy gives on this host."""
         return format_layout(self.resolve(sys, target, str(value)))
 
+    def kernel_path(self, sys: SysRoot, target: str) -> str:
+        """The affinity lists of the target's interrupts (one file per IRQ)."""
+        return "/proc/irq/*/smp_affinity_list"
+
     def write(self, sys: SysRoot, target: str, value: Value) -> None:
         """Write each IRQ that changes; on a refusal, put back the ones already written."""
         wanted = self.resolve(sys, target, str(value))

@@ -48,5 +48,13 @@ class Mtu(Tunable):
         """Write the MTU."""
         self.write_attr(sys, target, self.rel(sys, target), str(value))
 
+    def kernel_path(self, sys: SysRoot, target: str) -> str:
+        """/sys/class/net/IFACE/mtu."""
+        return sys.shown(self.rel(sys, target))
+
+    def udev_assignment(self, value: Value) -> str:
+        """ATTR{mtu}="VALUE"."""
+        return f'ATTR{{mtu}}="{value}"'
+
 
 NIC_TUNABLES: tuple[Tunable, ...] = (Mtu(),)

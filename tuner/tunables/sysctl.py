@@ -29,6 +29,10 @@ class Sysctl(Tunable):
         text = " ".join(map(str, value)) if isinstance(value, tuple) else str(value)
         self.write_attr(sys, target, self.rel(), text)
 
+    def kernel_path(self, sys: SysRoot, target: str) -> str:
+        """/proc/sys/... for the key."""
+        return sys.shown(self.rel())
+
 
 class IntSysctl(Sysctl):
     """An integer sysctl within fixed bounds."""
