@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import ClassVar
 
 from tuner.errors import BadInput, IotunerError
@@ -29,6 +30,17 @@ ULONG_MAX = 2**64 - 1
 """The most an unsigned long sysctl takes on a 64-bit kernel."""
 _NAME = re.compile(r"[A-Za-z0-9_.:,+ -]{1,4096}")
 """A name-valued setting: a scheduler, governor, congestion control, an IRQ:CPU layout."""
+
+
+@dataclass(frozen=True)
+class KernelRead:
+    """One kernel file `iotuner verify` reads for a setting: its path as the host names it,
+    how what it holds is normalised (int, scheduler, name, triple or cpulist) and what it
+    should hold."""
+
+    path: str
+    kind: str
+    expected: Value
 
 
 class TunableError(IotunerError):
@@ -60,6 +72,8 @@ class Tunable:
 
     key: ClassVar[str]
     coupled: ClassVar[tuple[str, ...]] = ()
+    read_kind: ClassVar[str] = "int"
+    """How verify normalises the kernel file before comparing (KernelRead.kind)."""
 
     def target_name(self, target: str) -> str:
         """The target as this tunable names it (a block device without /dev/, say)."""
@@ -85,6 +99,11 @@ class Tunable:
         """The kernel file the value lives in, as the host names it (apply and verify show
         it); TargetGone when the target is not here."""
         raise NotImplementedError
+
+    def verify_reads(self, sys: SysRoot, target: str, expected: Value) -> tuple[KernelRead, ...]:
+        """The kernel files that show `expected` is held, for a key that spans several (one
+        per IRQ, one per CPU); () for a key held in its one kernel_path file."""
+        return ()
 
     def udev_assignment(self, value: Value) -> str:
         """The udev rule assignment that sets `value` when the device appears, for a key

@@ -106,6 +106,7 @@ class Scheduler(BlockTunable):
     new scheduler's default, so nr_requests is saved and restored with it."""
 
     key = "block.scheduler"
+    read_kind = "scheduler"
     attr = "scheduler"
     coupled = ("block.nr_requests",)
 
@@ -214,6 +215,7 @@ class WriteCache(BlockTunable):
     "write through" whatever is written: the engine reports that as a silent adjustment."""
 
     key = "block.write_cache"
+    read_kind = "name"
     attr = "write_cache"
 
     def read(self, sys: SysRoot, target: str) -> Value:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from probes.hostfs import digits
 from probes.numa import online_cpus
-from tuner.tunables.base import Pending, Tunable, Value
+from tuner.tunables.base import KernelRead, Pending, Tunable, Value
 from tuner.tunables.sysroot import SysRoot
 
 CPU_DIR = "sys/devices/system/cpu"
@@ -19,6 +19,7 @@ class Governor(Tunable):
     """The cpufreq governor, the same on every CPU."""
 
     key = "cpu.governor"
+    read_kind = "name"
 
     def cpus(self, sys: SysRoot, target: str) -> list[int]:
         """Online CPUs with cpufreq; TunableError when there are none (a VM, or no driver)."""
@@ -69,6 +70,13 @@ class Governor(Tunable):
         if sorted(layout) != cpus:
             raise self.invalid(target, f"layout {text!r} does not name CPUs {cpus}")
         return layout
+
+    def verify_reads(self, sys: SysRoot, target: str, expected: Value) -> tuple[KernelRead, ...]:
+        """One read per CPU of the expected layout, the CPUs taken from the host."""
+        return tuple(
+            KernelRead(f"/{CPU_DIR}/cpu{cpu}/cpufreq/scaling_governor", "name", name)
+            for cpu, name in self.layout(sys, target, str(expected)).items()
+        )
 
     def kernel_path(self, sys: SysRoot, target: str) -> str:
         """Every CPU's scaling_governor (the host's governor is theirs)."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from probes.hostfs import digits, parse_cpulist, read_cpulist
 from probes.numa import online_cpus
-from tuner.tunables.base import Pending, Tunable, Value
+from tuner.tunables.base import KernelRead, Pending, Tunable, Value
 from tuner.tunables.sysroot import SysRoot
 
 POLICIES = ("local-node", "one-cpu", "all")
@@ -39,6 +39,7 @@ class IrqAffinity(Tunable):
     """The CPUs each interrupt of one PCI function may run on."""
 
     key = "irq.affinity"
+    read_kind = "cpulist"
 
     def irqs(self, sys: SysRoot, target: str) -> list[int]:
         """The function's interrupt numbers; TunableError when it has none."""
@@ -123,6 +124,16 @@ class IrqAffinity(Tunable):
     def expected(self, sys: SysRoot, target: str, value: Value) -> Value:
         """The layout a policy gives on this host."""
         return format_layout(self.resolve(sys, target, str(value)))
+
+    def verify_reads(self, sys: SysRoot, target: str, expected: Value) -> tuple[KernelRead, ...]:
+        """One read per IRQ of the expected layout ("35:0 36:1-3"), each CPU list in the
+        kernel's compact form."""
+        reads = []
+        for word in str(expected).split():
+            irq, _, cpus = word.partition(":")
+            listed = format_cpulist(parse_cpulist(cpus))
+            reads.append(KernelRead(f"/proc/irq/{int(irq)}/smp_affinity_list", "cpulist", listed))
+        return tuple(reads)
 
     def kernel_path(self, sys: SysRoot, target: str) -> str:
         """The affinity lists of the target's interrupts (one file per IRQ)."""

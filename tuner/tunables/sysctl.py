@@ -169,6 +169,8 @@ class WmemMax(SocketMax):
 class TcpMem(Sysctl):
     """A TCP buffer autotuning range: three ascending positive ints, min default max."""
 
+    read_kind = "triple"
+
     def read(self, sys: SysRoot, target: str) -> Value:
         """The triple as a tuple of three ints."""
         text = self.read_attr(sys, target, self.rel())
@@ -216,6 +218,7 @@ class CongestionControl(Sysctl):
     """The default TCP congestion control, one of those the kernel has loaded."""
 
     key = "net.ipv4.tcp_congestion_control"
+    read_kind = "name"
 
     def read(self, sys: SysRoot, target: str) -> Value:
         """The algorithm's name."""

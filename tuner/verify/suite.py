@@ -13,25 +13,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from probes.hostfs import parse_cpulist
 from tuner.apply.render import ManagedFile, Rendered
 from tuner.tunables.access import format_value
-from tuner.tunables.base import Value
-from tuner.tunables.cpu import CPU_DIR, Governor
-from tuner.tunables.irq import format_cpulist
-from tuner.tunables.registry import TUNABLES
+from tuner.tunables.base import KernelRead
 from tuner.tunables.sysroot import SysRoot
+from tuner.tunables.table import IMPLEMENTATIONS
 
 SUITE_NAME = "test_iotuner_verify.py"
 
 
-@dataclass(frozen=True)
-class Read:
-    """One kernel file to read, how to normalise what it holds, and what it should hold."""
-
-    path: str
-    kind: str  # int | scheduler | name | triple | cpulist
-    expected: Value
+Read = KernelRead
+"""One kernel file to read, how to normalise what it holds, and what it should hold."""
 
 
 @dataclass(frozen=True)
@@ -51,20 +43,6 @@ class Check:
     file: ManagedFile | None = None
 
 
-def read_kind(key: str) -> str:
-    """How a key's kernel file is normalised before comparing."""
-    if key == "block.scheduler":
-        return "scheduler"
-    if key == "irq.affinity":
-        return "cpulist"
-    kind = TUNABLES[key].kind
-    if kind == "triple":
-        return "triple"
-    if kind == "choice":
-        return "name"
-    return "int"
-
-
 def live_checks(rendered: Rendered, root: Path = Path("/")) -> tuple[Check, ...]:
     """One check per live setting, in apply order.
 
@@ -75,19 +53,10 @@ def live_checks(rendered: Rendered, root: Path = Path("/")) -> tuple[Check, ...]
     found = []
     for setting in rendered.live:
         expected = setting.expected
-        if setting.key == "irq.affinity":
-            reads = tuple(
-                Read(f"/proc/irq/{irq}/smp_affinity_list", "cpulist", cpus)
-                for irq, cpus in _irq_layout(str(expected))
-            )
-        elif setting.key == "cpu.governor":
-            layout = Governor().layout(sys, setting.target, str(expected))
-            reads = tuple(
-                Read(f"/{CPU_DIR}/cpu{cpu}/cpufreq/scaling_governor", "name", name)
-                for cpu, name in layout.items()
-            )
-        else:
-            reads = (Read(setting.path, read_kind(setting.key), expected),)
+        impl = IMPLEMENTATIONS[setting.key]
+        reads = impl.verify_reads(sys, setting.target, expected) or (
+            Read(setting.path, impl.read_kind, expected),
+        )
         found.append(
             Check(
                 id=f"{setting.key}@{setting.target}",
@@ -98,15 +67,6 @@ def live_checks(rendered: Rendered, root: Path = Path("/")) -> tuple[Check, ...]
             )
         )
     return tuple(found)
-
-
-def _irq_layout(text: str) -> list[tuple[int, str]]:
-    """ "35:0 36:1-3" -> [(35, "0"), (36, "1-3")], each CPU list in the kernel's form."""
-    pairs = []
-    for word in text.split():
-        irq, _, cpus = word.partition(":")
-        pairs.append((int(irq), format_cpulist(parse_cpulist(cpus))))
-    return pairs
 
 
 def file_checks(rendered: Rendered) -> tuple[Check, ...]:
