@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.tunables.hostroot import NVME
+from tuner.facts.catalog import fact_names
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import TunableError
 from tuner.tunables.registry import TUNABLES
@@ -45,3 +46,15 @@ def test_every_key_names_its_kernel_file_and_udev_keys_their_rule(tunables: Tuna
     assert IMPLEMENTATIONS["block.write_cache"].udev_assignment("write through") == (
         'ATTR{queue/write_cache}="write through"'
     )
+
+
+def test_a_tunables_current_value_fact_is_one_the_rules_can_read() -> None:
+    """The rules report what a key holds now through the fact its tunable names."""
+    scope_kinds = {"device": "disk", "host": "host", "nic": "nic", "irq": "nic"}
+    named = 0
+    for key, spec in TUNABLES.items():
+        fact = IMPLEMENTATIONS[key].current_fact
+        if fact is not None:
+            assert fact in fact_names(scope_kinds[spec.scope]), (key, fact)
+            named += 1
+    assert named >= 15

@@ -19,26 +19,10 @@ from tuner.rules.model import (
 )
 from tuner.rules.templates import fill, plural
 from tuner.tunables.registry import TUNABLES
+from tuner.tunables.table import IMPLEMENTATIONS
 
 # The fact holding a tunable's current value, where targets carry one: a bound such as
 # "at least 4096" must never lower a value that is already better.
-CURRENT_FACT = {
-    "block.read_ahead_kb": "read_ahead_kb",
-    "block.nr_requests": "nr_requests",
-    "block.max_sectors_kb": "max_sectors_kb",
-    "block.scheduler": "scheduler",
-    "block.write_cache": "write_cache",
-    "vm.dirty_ratio": "dirty_ratio",
-    "vm.dirty_background_ratio": "dirty_background_ratio",
-    "vm.dirty_bytes": "dirty_bytes",
-    "vm.dirty_background_bytes": "dirty_background_bytes",
-    "vm.dirty_expire_centisecs": "dirty_expire_centisecs",
-    "net.core.rmem_max": "rmem_max",
-    "net.core.wmem_max": "wmem_max",
-    "net.ipv4.tcp_congestion_control": "congestion_control",
-    "nic.mtu": "mtu",
-    "cpu.governor": "governor",
-}
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 
 
@@ -126,7 +110,8 @@ def _finding(rule: Rule, target: Target) -> Finding:
 def _setting(rec: SettingRec, target: Target) -> Setting:
     scope = TUNABLES[rec.key].scope
     where = "host" if scope == "host" else target.name
-    fact = CURRENT_FACT.get(rec.key)
+    impl = IMPLEMENTATIONS.get(rec.key)
+    fact = impl.current_fact if impl is not None else None
     current = target.facts.get(fact) if fact else None
     if rec.range is not None:
         span = (_resolve(rec.range[0], target), _resolve(rec.range[1], target))

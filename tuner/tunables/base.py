@@ -74,6 +74,8 @@ class Tunable:
     coupled: ClassVar[tuple[str, ...]] = ()
     read_kind: ClassVar[str] = "int"
     """How verify normalises the kernel file before comparing (KernelRead.kind)."""
+    current_fact: ClassVar[str | None] = None
+    """The fact (tuner/facts) that reports the current value to the rules, if one does."""
 
     def target_name(self, target: str) -> str:
         """The target as this tunable names it (a block device without /dev/, say)."""

@@ -77,6 +77,7 @@ class ReadAheadKb(IntQueueTunable):
     """Readahead window in KB; the kernel keeps it in pages, so it rounds down to 4 KB."""
 
     key = "block.read_ahead_kb"
+    current_fact = "read_ahead_kb"
     attr = "read_ahead_kb"
 
     def expected(self, sys: SysRoot, target: str, value: Value) -> Value:
@@ -106,6 +107,7 @@ class Scheduler(BlockTunable):
     new scheduler's default, so nr_requests is saved and restored with it."""
 
     key = "block.scheduler"
+    current_fact = "scheduler"
     read_kind = "scheduler"
     attr = "scheduler"
     coupled = ("block.nr_requests",)
@@ -143,6 +145,7 @@ class NrRequests(IntQueueTunable):
     most the driver's tag depth (128 on loop devices); with one, at most 2048."""
 
     key = "block.nr_requests"
+    current_fact = "nr_requests"
     attr = "nr_requests"
 
     def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
@@ -189,6 +192,7 @@ class MaxSectorsKb(IntQueueTunable):
     read_ahead_kb is saved and restored with it."""
 
     key = "block.max_sectors_kb"
+    current_fact = "max_sectors_kb"
     attr = "max_sectors_kb"
     coupled = ("block.read_ahead_kb",)
 
@@ -215,6 +219,7 @@ class WriteCache(BlockTunable):
     "write through" whatever is written: the engine reports that as a silent adjustment."""
 
     key = "block.write_cache"
+    current_fact = "write_cache"
     read_kind = "name"
     attr = "write_cache"
 

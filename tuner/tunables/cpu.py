@@ -19,6 +19,7 @@ class Governor(Tunable):
     """The cpufreq governor, the same on every CPU."""
 
     key = "cpu.governor"
+    current_fact = "governor"
     read_kind = "name"
 
     def cpus(self, sys: SysRoot, target: str) -> list[int]:

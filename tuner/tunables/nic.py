@@ -18,6 +18,7 @@ class Mtu(Tunable):
     """The MTU of one network interface."""
 
     key = "nic.mtu"
+    current_fact = "mtu"
 
     def rel(self, sys: SysRoot, target: str) -> str:
         """The interface's mtu attribute, after checking the interface exists."""

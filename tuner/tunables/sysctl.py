@@ -54,6 +54,7 @@ class DirtyExpire(IntSysctl):
     """Age in centiseconds at which dirty data is written back."""
 
     key = "vm.dirty_expire_centisecs"
+    current_fact = "dirty_expire_centisecs"
 
 
 class DirtyPair(IntSysctl):
@@ -120,6 +121,7 @@ class DirtyBackgroundBytes(DirtyBytes):
     """Dirty bytes at which background writeback starts."""
 
     key = "vm.dirty_background_bytes"
+    current_fact = "dirty_background_bytes"
     coupled = ("vm.dirty_background_ratio",)
 
 
@@ -127,6 +129,7 @@ class DirtyBackgroundRatio(DirtyRatio):
     """Dirty percentage at which background writeback starts."""
 
     key = "vm.dirty_background_ratio"
+    current_fact = "dirty_background_ratio"
     coupled = ("vm.dirty_background_bytes",)
 
 
@@ -134,6 +137,7 @@ class DirtyBytesLimit(DirtyBytes):
     """Dirty bytes at which writers are throttled (at least two pages)."""
 
     key = "vm.dirty_bytes"
+    current_fact = "dirty_bytes"
     coupled = ("vm.dirty_ratio",)
     pages = 2
 
@@ -142,6 +146,7 @@ class DirtyRatioLimit(DirtyRatio):
     """Dirty percentage at which writers are throttled."""
 
     key = "vm.dirty_ratio"
+    current_fact = "dirty_ratio"
     coupled = ("vm.dirty_bytes",)
 
 
@@ -156,6 +161,7 @@ class RmemMax(SocketMax):
     """net.core.rmem_max."""
 
     key = "net.core.rmem_max"
+    current_fact = "rmem_max"
     low = 2304
 
 
@@ -163,6 +169,7 @@ class WmemMax(SocketMax):
     """net.core.wmem_max."""
 
     key = "net.core.wmem_max"
+    current_fact = "wmem_max"
     low = 4608
 
 
@@ -218,6 +225,7 @@ class CongestionControl(Sysctl):
     """The default TCP congestion control, one of those the kernel has loaded."""
 
     key = "net.ipv4.tcp_congestion_control"
+    current_fact = "congestion_control"
     read_kind = "name"
 
     def read(self, sys: SysRoot, target: str) -> Value:
