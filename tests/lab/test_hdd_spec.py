@@ -15,6 +15,7 @@ from tuner.lab.hdd import (
     plugin_params,
     random_read_s,
     seek_s,
+    stream_mbps,
     zone_rate_mbps,
 )
 from tuner.lab.nbd import PLUGIN_SOURCE
@@ -132,6 +133,8 @@ def test_geometry_and_formulas() -> None:
     assert sum(geo.zone_bytes(z) for z in range(16)) == pytest.approx(2 * GIB)
     assert zone_rate_mbps(model, 2 * GIB, 0) == 200
     assert zone_rate_mbps(model, 2 * GIB, 2 * GIB - 1) < 110  # the last zone in use
+    assert stream_mbps(model, 2 * GIB, 0, 256 << 20) == pytest.approx(197.8, abs=0.1)
+    assert stream_mbps(model, 2 * GIB, 2 * GIB - (256 << 20), 256 << 20) < 110
     assert seek_s(model, 0, geo.tracks) == 0
     assert seek_s(model, 1, geo.tracks) == pytest.approx(1e-3)
     assert seek_s(model, geo.tracks, geo.tracks) == pytest.approx(16e-3)

@@ -182,3 +182,15 @@ def zone_rate_mbps(model: HddModel, size_bytes: int, offset: int) -> float:
 
 def _kind(value: object) -> str:
     return "nothing" if value is None else type(value).__name__
+
+
+def stream_mbps(model: HddModel, size_bytes: int, offset: int, length: int) -> float:
+    """The media rate (MB/s) of one sequential pass over [offset, offset + length): the bytes
+    over the time each zone takes to pass under the head."""
+    geo = geometry(model, size_bytes)
+    seconds, start = 0.0, 0.0
+    for zone, rate in enumerate(geo.rates):
+        end = start + geo.zone_bytes(zone)
+        seconds += max(0.0, min(end, offset + length) - max(start, offset)) / rate
+        start = end
+    return length / seconds / 1e6
