@@ -26,8 +26,9 @@ PLUGIN_CFLAGS = "EXTRA_CFLAGS=-O2 -fno-math-errno"
 # nbdfuse sends one command at a time on each connection, and its FUSE loop runs at most 10
 # worker threads (libfuse's default; nbdfuse 1.14 cannot change it): 16 connections let all
 # 10 commands reach the model at once, which is as deep as a drive's queue gets on this route.
+# nbdkit starts its worker threads per connection up front: a few each are enough.
 FUSE_CONNECTIONS = 16
-SERVER_THREADS = 64  # per connection; the model queues what the drive has not yet chosen
+SERVER_THREADS = 4
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 5.0
 FUSE_FILE = "disk"
