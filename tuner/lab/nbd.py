@@ -30,6 +30,7 @@ PLUGIN_CFLAGS = "EXTRA_CFLAGS=-O2 -fno-math-errno"
 FUSE_CONNECTIONS = 16
 SERVER_THREADS = 4
 START_TIMEOUT_S = 60.0
+PACKAGES = "nbdkit, nbdkit-plugin-dev, libnbd-bin, fuse3, gcc and libc6-dev"
 STOP_TIMEOUT_S = 5.0
 FUSE_FILE = "disk"
 
@@ -63,9 +64,15 @@ def start(cmd: list[str], log: Path, pidfile: Path, what: str) -> int:
     LabError with the last line of the process's log if it fails or is not ready in time.
     """
     with open(log, "ab") as out:
-        proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
-        )
+        try:
+            proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True
+            )
+        except OSError as err:
+            raise system.LabError(
+                f"{what}: {err.strerror} (modelled disks need {PACKAGES}; scripts/setup "
+                "installs them)"
+            ) from None
     deadline = time.monotonic() + START_TIMEOUT_S
     while (pid := _pid_in(pidfile)) is None:
         if proc.poll() not in (None, 0):  # 0: nbdkit's parent, once its daemon is forked
