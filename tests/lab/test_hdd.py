@@ -61,6 +61,24 @@ def test_random_reads_at_depth_1_take_a_seek_and_half_a_turn(state: Path) -> Non
     assert result["lat_ns"]["mean"] / 1e9 == pytest.approx(expected_s, rel=0.06)
 
 
+@pytest.mark.parametrize("queue_depth", [32, 1])
+def test_random_reads_gain_from_the_drives_queue_only(state: Path, queue_depth: int) -> None:
+    spec = parse_spec(
+        f"disks: [{{name: d0, size: 2GiB, model: {{kind: hdd, queue_depth: {queue_depth}}}}}]",
+        "x",
+        "x",
+    )
+    device = lab_up(spec).disks[0].device
+    alone = fio(device, "randread", "4k", 1, 3)["iops"]
+    queued = fio(device, "randread", "4k", 8, 3)["iops"]
+    print(f"drive queue {queue_depth}: 4 KiB random reads at depth 1 {alone:.1f} IOPS, "
+          f"at depth 8 {queued:.1f} IOPS")  # fmt: skip
+    if queue_depth > 1:  # shortest positioning first among 8: 129 IOPS simulated
+        assert queued > 1.35 * alone
+    else:  # first come, first served: only the command overhead hides
+        assert queued == pytest.approx(alone, rel=0.1)
+
+
 def test_the_outer_zone_streams_twice_as_fast_as_the_inner(state: Path) -> None:
     lab = lab_up(load_spec("hdd"))
     disk = lab.disks[0]
