@@ -57,8 +57,10 @@ def test_random_reads_at_depth_1_take_a_seek_and_half_a_turn(state: Path) -> Non
     result = fio(disk.device, "randread", "4k", 1, 6)
     expected_s = random_read_s(disk.model, disk.size_bytes, 4096)  # 13.2 ms: 76 IOPS
     print(f"4 KiB random reads, depth 1: {result['iops']:.1f} IOPS, model {1 / expected_s:.1f}")
-    assert result["iops"] == pytest.approx(1 / expected_s, rel=0.06)
-    assert result["lat_ns"]["mean"] / 1e9 == pytest.approx(expected_s, rel=0.06)
+    # 3 % slower than the formula in every run here (the round trip through loop, FUSE and
+    # nbdfuse is not modelled), 5 % with other suites on the two cores: 8 % allowed.
+    assert result["iops"] == pytest.approx(1 / expected_s, rel=0.08)
+    assert result["lat_ns"]["mean"] / 1e9 == pytest.approx(expected_s, rel=0.08)
 
 
 @pytest.mark.parametrize("queue_depth", [32, 1])
