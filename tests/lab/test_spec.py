@@ -21,7 +21,9 @@ disks:
 
 
 def test_builtins() -> None:
-    assert builtin_spec_names() == ["single-disk", "stripe", "three-disks-one-bus", "two-buses"]
+    assert builtin_spec_names() == [
+        "hdd", "single-disk", "stripe", "three-disks-one-bus", "two-buses"
+    ]  # fmt: skip
     for name in builtin_spec_names():
         spec = load_spec(name)
         assert spec.name == name
@@ -117,7 +119,9 @@ def test_malformed(text: str, message: str) -> None:
 
 
 def test_unknown_names(tmp_path: Path) -> None:
-    with pytest.raises(BadInput, match="no built-in lab spec 'nope' \\(built-ins: single-disk"):
+    with pytest.raises(
+        BadInput, match="no built-in lab spec 'nope' \\(built-ins: hdd, single-disk"
+    ):
         load_spec("nope")
     with pytest.raises(BadInput, match=r"missing\.yaml: no such spec file"):
         load_spec(str(tmp_path / "missing.yaml"))

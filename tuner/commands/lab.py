@@ -108,6 +108,12 @@ def _lab_table(lab: Lab, title: str) -> Table:
         table.add_row(bus.name, bus.device, "-", human_rate(bus.read_mbps),
                       human_rate(bus.write_mbps), "-", "-", bus.mountpoint)  # fmt: skip
     for disk in lab.disks:
+        if disk.model is not None:  # no ceilings: what its model does
+            model = disk.model
+            table.add_row(disk.name, disk.device, "-",
+                          f"{model.outer_mbps:g}-{model.inner_mbps:g} MB/s", "same",
+                          f"hdd {model.rpm} rpm", human_bytes(disk.size_bytes), "-")  # fmt: skip
+            continue
         table.add_row(disk.name, disk.device, disk.bus or "-", human_rate(disk.read_mbps),
                       human_rate(disk.write_mbps), str(disk.iops), human_bytes(disk.size_bytes),
                       "-")  # fmt: skip

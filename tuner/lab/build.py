@@ -1,10 +1,12 @@
 """`lab_up`: build a spec's buses, disks, stripe or file system and ceilings, recording each step.
 
 Layout: every backing file lives in a fresh `/dev/shm/iotuner-lab-ID/`; mounts live under
-`/run/iotuner-lab/ID/` (`buses/NAME`, `fs/DISK`, `stripe`). A bus is a loop device over a tmpfs
-file holding ext4 (lazy init off, so reads of its metadata are real); its disks' files are fully
-written and attached with direct I/O, so a disk's reads cross the bus's loop device and its
-ceiling. Ceilings go on last: filling and mkfs run at memory speed.
+`/run/iotuner-lab/ID/` (`buses/NAME`, `fs/DISK`, `stripe`, `nbd/DISK`). A bus is a loop device
+over a tmpfs file holding ext4 (lazy init off, so reads of its metadata are real); its disks'
+files are fully written and attached with direct I/O, so a disk's reads cross the bus's loop
+device and its ceiling. Ceilings go on last: filling and mkfs run at memory speed. A modelled
+disk is an nbdkit server (`hdd.c` over `/dev/shm/.../DISK.data`), nbdfuse showing it as
+`nbd/DISK/disk`, and a loop device with direct I/O over that file.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from types import FrameType
 
 from tuner.codec import encode
 from tuner.errors import BadInput, IotunerError
-from tuner.lab import system, throttle
+from tuner.lab import nbd, system, throttle
 from tuner.lab.model import Lab, LabBus, LabDisk
 from tuner.lab.queue import defaults, read_queue, write_queue
 from tuner.lab.record import LabRecord, Step, load_record, record_path
@@ -31,6 +33,7 @@ from tuner.units import human_bytes
 SHM = Path("/dev/shm")
 RUN = Path("/run/iotuner-lab")
 MEMORY_MARGIN = 512 * MIB
+HDD_QUEUE = {"rotational": "1", "scheduler": "mq-deadline", "read_ahead_kb": "128"}
 EXT4_OPTIONS = ["-F", "-q", "-m", "0", "-N", "256", "-E", "lazy_itable_init=0,lazy_journal_init=0"]
 
 
@@ -136,6 +139,8 @@ class _Builder:
             caps = throttle.Caps(_bps(bus.read_mbps), _bps(bus.write_mbps))
             self.caps(bus.name, bus.device, caps)
         for disk in disks:
+            if disk.model is not None:
+                continue  # its timing is its model's
             caps = throttle.Caps(_bps(disk.read_mbps), _bps(disk.write_mbps), disk.iops, disk.iops)
             self.caps(disk.name, disk.device, caps)
         lab = Lab(self.spec.name, disks, buses, stripe, mountpoint, cgroup)
@@ -177,6 +182,8 @@ class _Builder:
         return LabBus(bus.name, device, bus.read_mbps, bus.write_mbps, str(target))
 
     def disk(self, disk: DiskSpec, bus_mount: Path | None) -> LabDisk:
+        if disk.model is not None:
+            return self.modelled(disk)
         if bus_mount is None:
             backing = self.shm / f"{disk.name}.img"
             system.sparse(backing, disk.size_bytes)
@@ -187,6 +194,37 @@ class _Builder:
         return LabDisk(
             disk.name, device, disk.bus, disk.read_mbps, disk.write_mbps, disk.iops, disk.size_bytes
         )
+
+    def modelled(self, disk: DiskSpec) -> LabDisk:
+        """nbdkit running the model over a tmpfs file, nbdfuse, a loop device with direct I/O."""
+        assert disk.model is not None
+        data = self.shm / f"{disk.name}.data"
+        system.sparse(data, disk.size_bytes)
+        socket = self.shm / f"{disk.name}.sock"
+        log = self.shm / f"{disk.name}.log"
+        step = self.record.intend(Step("server", str(socket), label=disk.name))
+        pidfile = self.shm / f"{disk.name}.nbdkit.pid"
+        command = nbd.server_command(disk.model, disk.size_bytes, data, socket, pidfile)
+        self.record.finish(step, detail={"pid": nbd.start(command, log, pidfile, "nbdkit")})
+        mountpoint = self.run / "nbd" / disk.name
+        mountpoint.mkdir(mode=0o755, parents=True)
+        step = self.record.intend(
+            Step("fuse", str(mountpoint), device=str(socket), label=disk.name)
+        )
+        fuse_file = mountpoint / nbd.FUSE_FILE
+        pidfile = self.shm / f"{disk.name}.nbdfuse.pid"
+        pid = nbd.start(nbd.fuse_command(socket, mountpoint, pidfile), log, pidfile, "nbdfuse")
+        self.record.finish(step, detail={"pid": pid})
+        device = self.loop(fuse_file, disk.name, direct_io=True)
+        # What the kernel would see on a real hard disk: rotational, and so mq-deadline; the
+        # readahead written last, as marking a queue rotational raises it (kernel 6.17+).
+        refused = write_queue(device, HDD_QUEUE)
+        if refused:
+            raise system.LabError(f"cannot set up {device}: {'; '.join(refused)}")
+        return LabDisk(
+            disk.name, device, None, disk.read_mbps, disk.write_mbps, 0, disk.size_bytes,
+            disk.model,
+        )  # fmt: skip
 
     def stripe(self, disks: tuple[LabDisk, ...]) -> str:
         devices = [d.device for d in disks]
@@ -202,7 +240,9 @@ class _Builder:
     def file_system(self, disks: tuple[LabDisk, ...]) -> str | None:
         for spec, disk in zip(self.spec.disks, disks, strict=True):
             if spec.fs == "xfs":
-                system.run(["mkfs.xfs", "-f", "-q", disk.device])
+                # -K: a modelled disk has no discard (nbdkit's plugin does not trim).
+                nodiscard = ["-K"] if spec.model else []
+                system.run(["mkfs.xfs", "-f", "-q", *nodiscard, disk.device])
             elif spec.fs == "ext4":
                 system.run(["mkfs.ext4", *EXT4_OPTIONS, disk.device])
             else:

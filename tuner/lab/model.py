@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tuner.lab.hdd import HddModel
+
 
 @dataclass(frozen=True)
 class LabBus:
@@ -18,7 +20,11 @@ class LabBus:
 
 @dataclass(frozen=True)
 class LabDisk:
-    """An emulated disk: a loop device with MB/s and IOPS ceilings, on a bus or on its own."""
+    """An emulated disk: a loop device with MB/s and IOPS ceilings, on a bus or on its own.
+
+    A modelled disk (`model` set) is a loop device over the file nbdfuse shows for an nbdkit
+    server running the model: no ceilings (`iops` 0), `read_mbps` its outer zone's rate.
+    """
 
     name: str
     device: str
@@ -27,6 +33,7 @@ class LabDisk:
     write_mbps: float
     iops: int
     size_bytes: int
+    model: HddModel | None = None
 
 
 @dataclass(frozen=True)

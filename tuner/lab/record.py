@@ -28,7 +28,9 @@ class Step:
     kind: `dir` (target: a directory), `loop` (target: the backing file; device once attached;
     detail["found"]: the queue settings the device had), `mount` (target: the mountpoint;
     device: the source), `throttle` (target: "MAJ:MIN"; device; detail: the caps and backend),
-    `cgroup` (target: a cgroup v2 directory), `btrfs` (detail["devices"]: members to forget).
+    `cgroup` (target: a cgroup v2 directory), `btrfs` (detail["devices"]: members to forget),
+    `server` (target: the socket of a modelled disk's nbdkit; detail["pid"] once started),
+    `fuse` (target: nbdfuse's mountpoint; device: the socket; detail["pid"] once mounted).
     """
 
     kind: str

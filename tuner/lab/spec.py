@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from tuner.errors import BadInput
+from tuner.lab.hdd import HddModel, parse_model
 from tuner.yaml_text import yaml_error
 
 SPECS_DIR = Path(__file__).with_name("specs")
@@ -24,6 +25,7 @@ MIN_DISK_BYTES = 64 * MIB
 # mkfs.xfs refuses file systems below 300 MiB; btrfs needs room for its chunks on each member.
 MIN_FS_BYTES = {"xfs": 300 * MIB, "ext4": 64 * MIB}
 MIN_STRIPE_MEMBER_BYTES = 256 * MIB
+MIN_MODEL_BYTES = 256 * MIB
 # btrfs raid0 submits I/O in 64 KiB pieces and block throttling counts them before merging, so
 # a member's IOPS cap also caps its bandwidth at iops x 64 KiB (docs/design.md, "Things learned").
 BTRFS_PIECE_BYTES = 64 * 1024
@@ -43,7 +45,11 @@ class BusSpec:
 
 @dataclass(frozen=True)
 class DiskSpec:
-    """A disk: MB/s and IOPS ceilings, a size, the bus it sits on and an optional file system."""
+    """A disk: MB/s and IOPS ceilings, a size, the bus it sits on and an optional file system.
+
+    A modelled disk (`model` set) has no ceilings: its timing is its model's, served by nbdkit;
+    `read_mbps` and `write_mbps` are then its outer zone's media rate and `iops` is 0.
+    """
 
     name: str
     bus: str | None
@@ -52,6 +58,7 @@ class DiskSpec:
     iops: int
     size_bytes: int
     fs: str | None
+    model: HddModel | None = None
 
 
 @dataclass(frozen=True)
@@ -179,7 +186,7 @@ class _Checker:
 
     def disk(self, raw: object, index: int, seen: set[str], buses: set[str]) -> DiskSpec:
         where = f"disks[{index}]"
-        keys = ("name", "bus", "read_mbps", "write_mbps", "iops", "size", "fs")
+        keys = ("name", "bus", "read_mbps", "write_mbps", "iops", "size", "fs", "model")
         entry = self.mapping(raw, where, keys)
         name = self.name(entry, where, seen)
         where = f"{where} ({name})"
@@ -187,9 +194,6 @@ class _Checker:
         if bus is not None and bus not in buses:
             known = ", ".join(sorted(buses)) or "none defined"
             raise self.fail(where, f"bus {bus!r} is not defined (buses: {known})")
-        iops = entry.get("iops")
-        if isinstance(iops, bool) or not isinstance(iops, int) or iops <= 0:
-            raise self.fail(where, f"iops must be a positive integer, got {iops!r}")
         size = parse_size(entry.get("size"))
         if size is None:
             raise self.fail(where, f"size must be like 1GiB or 512MiB, got {entry.get('size')!r}")
@@ -201,8 +205,28 @@ class _Checker:
             raise self.fail(where, f"fs must be one of {', '.join(FILE_SYSTEMS)}, got {fs!r}")
         if fs is not None and size < MIN_FS_BYTES[fs]:
             raise self.fail(where, f"{fs} needs at least {MIN_FS_BYTES[fs] // MIB} MiB")
+        if "model" in entry:
+            return self.modelled(entry, where, DiskSpec(name, bus, 0, 0, 0, size, fs))
+        iops = entry.get("iops")
+        if isinstance(iops, bool) or not isinstance(iops, int) or iops <= 0:
+            raise self.fail(where, f"iops must be a positive integer, got {iops!r}")
         read, write = self.rate(entry, "read_mbps", where), self.rate(entry, "write_mbps", where)
         return DiskSpec(name, bus, read, write, iops, size, fs)
+
+    def modelled(self, entry: dict[str, Any], where: str, disk: DiskSpec) -> DiskSpec:
+        """A disk whose timing is a model's: no ceilings, on no bus (not modelled yet)."""
+        for key in ("read_mbps", "write_mbps", "iops"):
+            if key in entry:
+                raise self.fail(
+                    where, f"{key} is a throttled disk's ceiling; a modelled disk has its model"
+                )
+        if disk.bus is not None:
+            raise self.fail(where, "a modelled disk sits on no bus (shared buses are not modelled)")
+        if disk.size_bytes < MIN_MODEL_BYTES:
+            raise self.fail(where, f"a modelled disk needs at least {MIN_MODEL_BYTES // MIB} MiB")
+        model = parse_model(entry["model"], lambda why: self.fail(where, why))
+        rate = model.outer_mbps
+        return DiskSpec(disk.name, None, rate, rate, 0, disk.size_bytes, disk.fs, model)
 
     def stripe(self, value: object, disks: tuple[DiskSpec, ...]) -> str | None:
         with_fs = [d.name for d in disks if d.fs]
@@ -217,6 +241,8 @@ class _Checker:
             raise self.fail("stripe", f"excludes the file system on disk {with_fs[0]!r}")
         if len(disks) < 2:
             raise self.fail("stripe", f"needs at least 2 disks, got {len(disks)}")
+        if modelled := [d.name for d in disks if d.model]:
+            raise self.fail("stripe", f"is not built over modelled disks yet, got {modelled}")
         for disk in disks:
             where = f"disk {disk.name!r}"
             if disk.size_bytes < MIN_STRIPE_MEMBER_BYTES:

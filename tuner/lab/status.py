@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from tuner.codec import DecodeError, decode
-from tuner.lab import system, throttle
+from tuner.lab import nbd, system, throttle
 from tuner.lab.model import Lab
 from tuner.lab.record import LabRecord, Step, load_record, record_path
 from tuner.state import state_dir
@@ -16,7 +17,7 @@ from tuner.state import state_dir
 class LabPart:
     """One thing the record says exists, and what the system says about it now."""
 
-    kind: str  # loop, mount or throttle
+    kind: str  # loop, mount, throttle, server (nbdkit) or fuse (nbdfuse's mount)
     label: str
     device: str | None
     target: str
@@ -93,6 +94,14 @@ def _part(step: Step) -> LabPart | None:
     if step.kind == "mount":
         present = system.is_mounted(step.target)
         return LabPart("mount", step.label, step.device, step.target, present)
+    if step.kind == "server":
+        present = bool(nbd.processes_with(step.target, "nbdkit"))
+        return LabPart("server", step.label, "nbdkit", step.target, present)
+    if step.kind == "fuse":
+        present = system.is_mounted(step.target) and bool(
+            nbd.processes_with(str(Path(step.target) / nbd.FUSE_FILE), "nbdfuse")
+        )
+        return LabPart("fuse", step.label, "nbdfuse", step.target, present)
     if step.kind == "throttle" and step.device is not None:
         where = str(step.detail.get("where", "v1"))
         try:
@@ -109,6 +118,10 @@ def _problem(part: LabPart) -> str:
         return f"{part.label}: {part.device or 'its loop device'} is not attached to {part.target}"
     if part.kind == "mount":
         return f"{part.label}: nothing is mounted on {part.target}"
+    if part.kind == "server":
+        return f"{part.label}: its model server (nbdkit on {part.target}) is not running"
+    if part.kind == "fuse":
+        return f"{part.label}: nbdfuse is not serving {part.target}"
     return f"{part.label}: no throttle rule on {part.device} ({part.target})"
 
 

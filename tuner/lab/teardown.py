@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tuner.errors import BadInput, IotunerError
-from tuner.lab import system, throttle
+from tuner.lab import nbd, system, throttle
 from tuner.lab.queue import write_queue
 from tuner.lab.record import LabRecord, Step, load_record, record_path
 from tuner.state import state_dir
@@ -136,6 +136,26 @@ def _undo_loop(step: Step) -> list[str]:
     return removed
 
 
+def _undo_fuse(step: Step) -> list[str]:
+    removed = []
+    if system.is_mounted(step.target):
+        try:
+            system.umount(step.target)
+        except system.LabError:
+            # Its server gone, a FUSE mount can refuse a plain umount; the loop device over
+            # it is already detached (undone before), so nothing still uses it.
+            system.run(["umount", "--lazy", step.target])
+        removed.append(f"fuse mount {step.target} ({step.label})")
+    fuse_file = str(Path(step.target) / nbd.FUSE_FILE)
+    removed += [f"nbdfuse pid {pid} ({step.label})" for pid in nbd.stop(fuse_file, "nbdfuse")]
+    return removed
+
+
+def _undo_server(step: Step) -> list[str]:
+    pids = nbd.stop(step.target, "nbdkit")
+    return [f"nbdkit pid {pid} ({step.label})" for pid in pids]
+
+
 def _undo_dir(step: Step) -> list[str]:
     path = step.target
     if not path.startswith(SAFE_PREFIXES) or ".." in Path(path).parts:
@@ -146,6 +166,9 @@ def _undo_dir(step: Step) -> list[str]:
         raise system.LabError(f"{busy[0]} is still mounted")
     if loops := system.loops_under(path):
         raise system.LabError(f"{loops[0]} still uses a file in it")
+    for program in ("nbdkit", "nbdfuse"):
+        if pids := nbd.processes_using(path, program):
+            raise system.LabError(f"{program} pid {pids[0]} still uses it")
     shutil.rmtree(path)
     return [f"dir {path}"]
 
@@ -156,5 +179,7 @@ _UNDO: dict[str, Callable[[Step], list[str]]] = {
     "mount": _undo_mount,
     "btrfs": _undo_btrfs,
     "loop": _undo_loop,
+    "fuse": _undo_fuse,
+    "server": _undo_server,
     "dir": _undo_dir,
 }

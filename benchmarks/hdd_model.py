@@ -1,0 +1,116 @@
+"""The modelled hard disk against its formulas, and what its server costs.
+
+    python -m benchmarks.hdd_model [--seconds 8] [--repeats 2]
+
+As root, on the built-in `hdd` lab (nbdkit running tuner/lab/hdd.c behind nbdfuse and a loop
+device with direct I/O; docs/lab.md), with fio (libaio, direct I/O):
+
+1. random 4 KiB reads at depth 1 over the whole disk: IOPS and mean latency against the
+   model's formula, 1 / (overhead + E[seek] + T/2 + 4 KiB / rate), `--repeats` times
+   (the spread is how far one landscape point repeats);
+2. random 4 KiB reads at depths 1, 4, 16 and 32 (the drive's shortest-positioning-first
+   queue at work);
+3. sequential 1 MiB reads on the outer 256 MiB and on the inner 256 MiB against the zone rates;
+   while the outer stream runs, the CPU time of the server processes (nbdkit and nbdfuse,
+   from /proc/PID/stat) over the same seconds, as a share of one core.
+
+State goes to $IOTUNER_STATE_DIR, /tmp/iotuner-bench-hdd-state when unset; the lab is torn
+down at the end, also on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+DEFAULT_STATE = "/tmp/iotuner-bench-hdd-state"
+MIB = 1 << 20
+
+
+def fio(device: str, rw: str, block: str, depth: int, seconds: float, *extra: str) -> Any:
+    """One direct-I/O fio job; its read section."""
+    cmd = [
+        "fio", "--output-format=json", "--name=j", f"--filename={device}", f"--rw={rw}",
+        f"--bs={block}", f"--iodepth={depth}", "--ioengine=libaio", "--direct=1",
+        "--ramp_time=1", f"--runtime={seconds:g}", "--time_based", *extra,
+    ]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60, check=True)
+    return json.loads(done.stdout)["jobs"][0]["read"]
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User plus system CPU seconds of `pids` (threads included)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print its table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("IOTUNER_STATE_DIR", DEFAULT_STATE)
+    Path(os.environ["IOTUNER_STATE_DIR"]).mkdir(parents=True, exist_ok=True)
+
+    from tuner.lab import lab_session
+    from tuner.lab.hdd import random_read_s, stream_mbps
+    from tuner.lab.nbd import processes_using
+    from tuner.lab.record import load_record, record_path
+    from tuner.state import state_dir
+
+    with lab_session("hdd") as lab:
+        disk = lab.disks[0]
+        assert disk.model is not None
+        record = load_record(record_path(state_dir()))
+        assert record is not None
+        root = f"/run/iotuner-lab/{record.lab_id}"
+        shm = f"/dev/shm/iotuner-lab-{record.lab_id}"
+        pids = processes_using(shm, "nbdkit") + processes_using(root, "nbdfuse")
+        formula = random_read_s(disk.model, disk.size_bytes, 4096)
+        print(f"modelled disk {disk.device}: {disk.model}")
+        print(f"formula: random 4 KiB read at depth 1 = {formula * 1e3:.2f} ms "
+              f"({1 / formula:.1f} IOPS)")  # fmt: skip
+        for run in range(args.repeats):
+            read = fio(disk.device, "randread", "4k", 1, args.seconds, f"--randseed={run + 1}")
+            lat = read["lat_ns"]["mean"] / 1e6
+            print(f"depth 1, run {run + 1}: {read['iops']:.1f} IOPS, mean latency {lat:.2f} ms,"
+                  f" service/formula {lat / 1e3 / formula:.3f}")  # fmt: skip
+        for depth in (4, 16, 32):
+            read = fio(disk.device, "randread", "4k", depth, args.seconds)
+            print(f"depth {depth}: {read['iops']:.1f} IOPS")
+        span = 256 * MIB
+        for name, offset in (("outer", 0), ("inner", disk.size_bytes - span)):
+            model = stream_mbps(disk.model, disk.size_bytes, offset, span)
+            box: dict[str, Any] = {}
+
+            def stream(where: int = offset, out: dict[str, Any] = box) -> None:
+                out["read"] = fio(disk.device, "read", "1M", 4, args.seconds,
+                                  f"--offset={where}", f"--size={span}")  # fmt: skip
+
+            worker = threading.Thread(target=stream)
+            worker.start()
+            time.sleep(1.5)  # past fio's ramp
+            before, started = cpu_seconds(pids), time.monotonic()
+            time.sleep(args.seconds - 1)
+            used = (cpu_seconds(pids) - before) / (time.monotonic() - started)
+            worker.join()
+            mbps = box["read"]["bw_bytes"] / 1e6
+            print(f"sequential 1 MiB reads, {name} 256 MiB: {mbps:.1f} MB/s (model {model:.1f}),"
+                  f" server CPU {used * 100:.1f} % of one core (nbdkit + nbdfuse)")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""Fuzzing a lab spec's modelled disk: generated `model:` mappings through parse_spec.
+
+Every spec is read into a model whose parameters are within their bounds, or refused with one
+line naming the file, the disk and the field.
+"""
+
+from __future__ import annotations
+
+import math
+
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.fuzz.common import FUZZ, note, refused_well, within
+from tuner.errors import BadInput
+from tuner.lab import parse_spec
+from tuner.lab.hdd import BOUNDS
+
+_scalar = st.one_of(
+    st.booleans(), st.none(), st.integers(-(2**70), 2**70),
+    st.sampled_from([0, 1, 5, 32, 64, 3600, 7200, 15000, 262144, 2**31]),
+    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=12),
+    st.lists(st.integers(), max_size=3),
+)  # fmt: skip
+_keys = st.sampled_from(["kind", *BOUNDS, "speed", "", "rpm "])
+
+
+def _near(integer: bool, low: float, high: float) -> st.SearchStrategy[object]:
+    """Mostly in bounds, sometimes just outside or hostile."""
+    inside = st.integers(int(low), int(high)) if integer else st.floats(low, high)
+    return st.one_of(*[inside] * 12, st.sampled_from([low - 1, high + 1]), _scalar)
+
+
+_mostly_valid = st.fixed_dictionaries(
+    {"kind": st.just("hdd")},
+    optional={key: _near(*bounds) for key, bounds in BOUNDS.items()},
+)
+_models = st.one_of(
+    _mostly_valid,
+    _mostly_valid,
+    st.dictionaries(_keys, _scalar, max_size=8),
+    st.builds(lambda extra: {"kind": "hdd", **extra}, st.dictionaries(_keys, _scalar, max_size=6)),
+    _scalar,
+)
+
+
+@FUZZ
+@given(model=_models, size=st.sampled_from(["1GiB", "1GiB", "256MiB", "128MiB", 2**40, "x"]))
+def test_a_generated_model_is_read_in_bounds_or_refused_in_one_line(
+    model: object, size: object
+) -> None:
+    text = yaml.safe_dump({"disks": [{"name": "d0", "size": size, "model": model}]})
+    try:
+        with within():
+            spec = parse_spec(text, "x.yaml", default_name="x")
+    except BadInput as err:
+        message = refused_well(err)
+        assert message.startswith("x.yaml: disks[0]"), message
+        note("refused")
+        return
+    note("accepted")
+    disk = spec.disks[0]
+    assert disk.model is not None and disk.iops == 0
+    for key, (integer, low, high) in BOUNDS.items():
+        value = getattr(disk.model, key)
+        assert not isinstance(value, bool) and low <= value <= high, (key, value)
+        assert isinstance(value, int) if integer else math.isfinite(value)
+    assert disk.model.inner_mbps <= disk.model.outer_mbps
+    assert disk.model.seek_track_ms <= disk.model.seek_full_ms

@@ -1,0 +1,206 @@
+"""The modelled hard disk served by nbdkit: its timing against the model's formulas, its data,
+and `lab down` after its server or `lab up` was killed."""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from tests.cli import iotuner
+from tests.lab.conftest import assert_nothing_left, snapshot
+from tuner.lab import lab_down, lab_up, load_spec, parse_spec, system
+from tuner.lab.hdd import random_read_s, stream_mbps
+from tuner.lab.nbd import processes_using
+from tuner.lab.queue import read_queue
+from tuner.lab.record import LabRecord, Step, load_record
+
+pytestmark = pytest.mark.lab
+
+MIB = 1 << 20
+
+
+def fio(device: str, rw: str, block: str, depth: int, seconds: int, *extra: str) -> dict[str, Any]:
+    """One fio job on `device` with direct I/O; its JSON section for `rw`'s direction."""
+    cmd = [
+        "fio", "--output-format=json", "--name=j", f"--filename={device}", f"--rw={rw}",
+        f"--bs={block}", f"--iodepth={depth}", "--ioengine=libaio", "--direct=1",
+        "--ramp_time=1", f"--runtime={seconds}", "--time_based", "--randseed=7", *extra,
+    ]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
+    job = json.loads(done.stdout)["jobs"][0]
+    return dict(job["write" if "write" in rw else "read"])
+
+
+def assert_no_server_left(record: LabRecord) -> None:
+    """Beyond assert_nothing_left: no nbdkit or nbdfuse of this lab, no FUSE mount."""
+    assert_nothing_left(record)
+    for root in (f"/dev/shm/iotuner-lab-{record.lab_id}", f"/run/iotuner-lab/{record.lab_id}"):
+        for program in ("nbdkit", "nbdfuse"):
+            assert processes_using(root, program) == [], (program, root)
+        assert not any(p.startswith(root) for _, p in system.mounts())
+
+
+def test_random_reads_at_depth_1_take_a_seek_and_half_a_turn(state: Path) -> None:
+    lab = lab_up(load_spec("hdd"))
+    disk = lab.disks[0]
+    assert disk.model is not None
+    result = fio(disk.device, "randread", "4k", 1, 6)
+    expected_s = random_read_s(disk.model, disk.size_bytes, 4096)  # 13.2 ms: 76 IOPS
+    print(f"4 KiB random reads, depth 1: {result['iops']:.1f} IOPS, model {1 / expected_s:.1f}")
+    # 3 % slower than the formula in every run here (the round trip through loop, FUSE and
+    # nbdfuse is not modelled), 5 % with other suites on the two cores: 8 % allowed.
+    assert result["iops"] == pytest.approx(1 / expected_s, rel=0.08)
+    assert result["lat_ns"]["mean"] / 1e9 == pytest.approx(expected_s, rel=0.08)
+
+
+@pytest.mark.parametrize("queue_depth", [32, 1])
+def test_random_reads_gain_from_the_drives_queue_only(state: Path, queue_depth: int) -> None:
+    spec = parse_spec(
+        f"disks: [{{name: d0, size: 2GiB, model: {{kind: hdd, queue_depth: {queue_depth}}}}}]",
+        "x",
+        "x",
+    )
+    device = lab_up(spec).disks[0].device
+    alone = fio(device, "randread", "4k", 1, 3)["iops"]
+    queued = fio(device, "randread", "4k", 8, 3)["iops"]
+    print(f"drive queue {queue_depth}: 4 KiB random reads at depth 1 {alone:.1f} IOPS, "
+          f"at depth 8 {queued:.1f} IOPS")  # fmt: skip
+    if queue_depth > 1:  # shortest positioning first among 8: 129 IOPS simulated
+        assert queued > 1.35 * alone
+    else:  # first come, first served: only the command overhead hides
+        assert queued == pytest.approx(alone, rel=0.1)
+
+
+def test_the_outer_zone_streams_twice_as_fast_as_the_inner(state: Path) -> None:
+    lab = lab_up(load_spec("hdd"))
+    disk = lab.disks[0]
+    assert disk.model is not None
+    span = 256 * MIB
+    inner_offset = disk.size_bytes - span
+    outer = fio(disk.device, "read", "1M", 4, 2, f"--size={span}")["bw_bytes"] / 1e6
+    inner = fio(disk.device, "read", "1M", 4, 2, f"--offset={inner_offset}", f"--size={span}")
+    inner_mbps = inner["bw_bytes"] / 1e6
+    model_outer = stream_mbps(disk.model, disk.size_bytes, 0, span)  # 197.8
+    model_inner = stream_mbps(disk.model, disk.size_bytes, inner_offset, span)  # 106.8
+    print(f"outer {outer:.1f} MB/s (model {model_outer:.1f}), "
+          f"inner {inner_mbps:.1f} MB/s (model {model_inner:.1f})")  # fmt: skip
+    # Measured here 3-5 % below the model on the outer zone: at 190 MB/s the two cores also
+    # carry fio, the loop worker, nbdfuse and nbdkit's copies (docs/lab.md).
+    assert outer == pytest.approx(model_outer, rel=0.1)
+    assert inner_mbps == pytest.approx(model_inner, rel=0.1)
+    assert outer / inner_mbps == pytest.approx(model_outer / model_inner, rel=0.1)
+    assert outer / inner_mbps > 1.7
+
+
+def test_what_is_written_is_read_back_and_kept_in_its_data_file(state: Path) -> None:
+    lab = lab_up(load_spec("hdd"))
+    disk = lab.disks[0]
+    name = Path(disk.device).name
+    assert Path(f"/sys/block/{name}/loop/dio").read_text().strip() == "1"
+    queue = read_queue(disk.device)
+    assert (queue["rotational"], queue["scheduler"]) == ("1", "mq-deadline")
+    status = iotuner("lab", "status", "--json")
+    assert status.returncode == 0, status.stdout
+    shown = json.loads(status.stdout)
+    assert shown["lab"]["disks"][0]["model"]["rpm"] == 7200
+    assert [p["kind"] for p in shown["parts"]] == ["server", "fuse", "loop"]
+    assert all(p["present"] for p in shown["parts"])
+    record = snapshot(state)
+    data_file = Path(f"/dev/shm/iotuner-lab-{record.lab_id}/{disk.name}.data")
+
+    written = os.urandom(MIB)
+    offset = 777 * MIB
+    buf = mmap.mmap(-1, MIB)  # page-aligned for O_DIRECT
+    buf.write(written)
+    fd = os.open(disk.device, os.O_RDWR | os.O_DIRECT)
+    try:
+        assert os.pwrite(fd, buf, offset) == MIB
+        buf.seek(0)
+        buf.write(bytes(MIB))
+        assert os.preadv(fd, [buf], offset) == MIB
+    finally:
+        os.close(fd)
+    assert bytes(buf) == written
+    with open(data_file, "rb") as backing:
+        backing.seek(offset)
+        assert backing.read(MIB) == written
+    lab_down()
+    assert_no_server_left(record)
+
+
+def test_an_xfs_on_a_modelled_disk(state: Path, tmp_path: Path) -> None:
+    spec = parse_spec(
+        "disks: [{name: h0, size: 512MiB, fs: xfs, model: {kind: hdd, rpm: 10000}}]", "x", "x"
+    )
+    lab = lab_up(spec)
+    assert lab.mountpoint is not None
+    (Path(lab.mountpoint) / "f").write_bytes(b"kept")
+    assert (Path(lab.mountpoint) / "f").read_bytes() == b"kept"
+    record = snapshot(state)
+    lab_down()
+    assert_no_server_left(record)
+
+
+@pytest.mark.parametrize(
+    ("kind", "problem"),
+    [("server", "d0: its model server (nbdkit on "), ("fuse", "d0: nbdfuse is not serving ")],
+)
+def test_kill_9_of_a_server_process_then_down_leaves_nothing(
+    state: Path, kind: str, problem: str
+) -> None:
+    up = iotuner("lab", "up", "hdd")
+    assert up.returncode == 0, up.stderr
+    record = snapshot(state)
+    (step,) = [s for s in record.steps if s.kind == kind]
+    pid = int(step.detail["pid"])
+    process = psutil.Process(pid)
+    process.kill()  # SIGKILL
+    process.wait(timeout=10)  # reaped by init: both outlive the `lab up` that started them
+
+    status = iotuner("lab", "status")
+    assert status.returncode == 1
+    assert problem in status.stdout
+
+    down = iotuner("lab", "down")
+    assert down.returncode == 0, down.stderr
+    assert "removed fuse mount" in down.stdout and "removed loop /dev/loop" in down.stdout
+    assert_no_server_left(record)
+
+
+def test_kill_9_mid_up_then_down_leaves_nothing(state: Path) -> None:
+    up = subprocess.Popen(
+        [sys.executable, "-m", "tuner.cli", "lab", "up", "hdd"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    try:
+        while not any(s.kind == "fuse" for s in _steps(state)):
+            assert up.poll() is None, "lab up ended before starting nbdfuse"
+            assert time.monotonic() < deadline, "no nbdfuse after 60 s"
+            time.sleep(0.01)
+    finally:
+        os.killpg(up.pid, signal.SIGKILL)  # iotuner; nbdkit and nbdfuse run in their own
+        up.wait()
+    record = snapshot(state)
+    assert record.state == "building"
+    down = iotuner("lab", "down")
+    assert down.returncode == 0, down.stderr
+    assert "removed nbdkit pid" in down.stdout
+    assert_no_server_left(record)
+
+
+def _steps(state: Path) -> list[Step]:
+    record = load_record(state / "lab.json")  # replaced atomically: never seen half-written
+    return record.steps if record is not None else []

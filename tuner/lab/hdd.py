@@ -1,0 +1,196 @@
+"""The modelled hard disk's parameters: their allow-list and bounds, and the model's formulas.
+
+The model itself runs in `hdd.c` (an nbdkit plugin; its header comment gives every formula).
+This module checks what a spec asks for, turns it into the plugin's parameters, and computes
+what the model predicts, so tests and docs can hold the served disk against its formula:
+
+    T            = 60 / rpm                                  one rotation
+    rate(z)      = outer - (outer - inner) * z / (zones - 1)  zone z's media rate (z = 0 outer)
+    track(z)     = rate(z) * T                               bytes per track in zone z
+    seek(d)      = track_ms + (full_ms - track_ms) * sqrt((d - 1) / (C - 1)),  seek(0) = 0
+    random read  = overhead + E[seek] + T / 2 + block / E[rate]   (depth 1, uniform offsets)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any
+
+KINDS = ("hdd",)
+
+
+@dataclass(frozen=True)
+class HddModel:
+    """A hard disk's mechanics; the defaults are a 7200 rpm 3.5" desktop drive."""
+
+    kind: str = "hdd"
+    rpm: int = 7200
+    outer_mbps: float = 200.0
+    inner_mbps: float = 100.0
+    zones: int = 16
+    seek_track_ms: float = 1.0
+    seek_full_ms: float = 16.0
+    overhead_ms: float = 0.2
+    cache_kib: int = 4096
+    queue_depth: int = 32
+    seed: int = 1
+
+    @property
+    def rotation_s(self) -> float:
+        """One turn of the platter, in seconds."""
+        return 60.0 / self.rpm
+
+
+# name -> (integer only, lowest, highest); inner_mbps and seek_full_ms are also held against
+# outer_mbps and seek_track_ms below. queue_depth stops at 32, SATA NCQ's depth.
+BOUNDS: dict[str, tuple[bool, float, float]] = {
+    "rpm": (True, 3600, 15000),
+    "outer_mbps": (False, 10, 1000),
+    "inner_mbps": (False, 5, 1000),
+    "zones": (True, 1, 64),
+    "seek_track_ms": (False, 0.1, 10),
+    "seek_full_ms": (False, 0.1, 40),
+    "overhead_ms": (False, 0, 5),
+    "cache_kib": (True, 0, 262144),
+    "queue_depth": (True, 1, 32),
+    "seed": (True, 0, 2**31 - 1),
+}
+
+
+def parse_model(raw: object, fail: Callable[[str], Exception]) -> HddModel:
+    """Check a spec's `model:` mapping against the allow-list; `fail(why)` builds the error."""
+    if not isinstance(raw, dict):
+        raise fail(f"model must be a mapping like {{kind: hdd, rpm: 7200}}, got {_kind(raw)}")
+    known = ("kind", *BOUNDS)
+    for key in raw:
+        if key not in known:
+            raise fail(f"model: unknown key {key!r} (known: {', '.join(known)})")
+    if raw.get("kind") not in KINDS:
+        raise fail(f"model: kind must be one of {', '.join(KINDS)}, got {raw.get('kind')!r}")
+    values: dict[str, Any] = {"kind": raw["kind"]}
+    for key, (integer, low, high) in BOUNDS.items():
+        if key not in raw:
+            continue
+        value = raw[key]
+        number = (int,) if integer else (int, float)
+        if isinstance(value, bool) or not isinstance(value, number) or not low <= value <= high:
+            what = "an integer" if integer else "a number"
+            raise fail(f"model: {key} must be {what} from {low:g} to {high:g}, got {value!r}")
+        values[key] = value if integer else float(value)
+    model = HddModel(**values)
+    if model.inner_mbps > model.outer_mbps:
+        raise fail(
+            f"model: inner_mbps {model.inner_mbps:g} is above outer_mbps {model.outer_mbps:g} "
+            "(the outer zone is the fast one)"
+        )
+    if model.seek_full_ms < model.seek_track_ms:
+        raise fail(
+            f"model: seek_full_ms {model.seek_full_ms:g} is below seek_track_ms "
+            f"{model.seek_track_ms:g}"
+        )
+    return model
+
+
+def plugin_params(model: HddModel, size_bytes: int, data_file: str) -> list[str]:
+    """The key=value parameters `hdd.c` takes for this model over `data_file`."""
+    params = [f"file={data_file}", f"size={size_bytes}"]
+    for item in fields(model):
+        if item.name != "kind":
+            params.append(f"{item.name}={getattr(model, item.name)}")
+    return params
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Zones as the plugin lays them out: rates (bytes/s), bytes per track, tracks per zone."""
+
+    rates: tuple[float, ...]
+    track_bytes: tuple[float, ...]
+    tracks_per_zone: int
+    size_bytes: int
+
+    @property
+    def tracks(self) -> int:
+        """Tracks across the whole stroke."""
+        return self.tracks_per_zone * len(self.rates)
+
+    def zone_bytes(self, zone: int) -> float:
+        """Bytes zone `zone` holds (the last one may be cut short by the size)."""
+        start = sum(t * self.tracks_per_zone for t in self.track_bytes[:zone])
+        full = self.track_bytes[zone] * self.tracks_per_zone
+        return max(0.0, min(full, self.size_bytes - start))
+
+
+def geometry(model: HddModel, size_bytes: int) -> Geometry:
+    """The zone layout `hdd.c` computes for a disk of `size_bytes`."""
+    zones, drop = model.zones, model.outer_mbps - model.inner_mbps
+    steps = [z / (zones - 1) if zones > 1 else 0.0 for z in range(zones)]
+    rates = tuple((model.outer_mbps - drop * step) * 1e6 for step in steps)
+    track_bytes = tuple(r * model.rotation_s for r in rates)
+    return Geometry(rates, track_bytes, int(size_bytes / sum(track_bytes)) + 1, size_bytes)
+
+
+def seek_s(model: HddModel, distance: float, tracks: int) -> float:
+    """Seek time over `distance` tracks (0: none) of `tracks` in all."""
+    if distance <= 0:
+        return 0.0
+    span = (distance - 1) / (tracks - 1) if tracks > 1 else 0.0
+    track, full = model.seek_track_ms, model.seek_full_ms
+    return (track + (full - track) * math.sqrt(span)) / 1e3
+
+
+def mean_random_seek_s(model: HddModel, size_bytes: int, steps: int = 400) -> float:
+    """E[seek] between two offsets drawn uniformly over the disk's bytes (midpoint rule)."""
+    geo = geometry(model, size_bytes)
+    # Track (as a continuous coordinate) at each byte quantile: outer zones hold more bytes.
+    positions = []
+    for i in range(steps):
+        offset = (i + 0.5) * size_bytes / steps
+        zone, start = 0, 0.0
+        while zone < len(geo.rates) - 1 and offset >= start + geo.zone_bytes(zone):
+            start += geo.zone_bytes(zone)
+            zone += 1
+        positions.append(zone * geo.tracks_per_zone + (offset - start) / geo.track_bytes[zone])
+    total = sum(seek_s(model, abs(a - b), geo.tracks) for a in positions for b in positions)
+    return total / steps**2
+
+
+def random_read_s(model: HddModel, size_bytes: int, block: int) -> float:
+    """The model's mean service time of a random `block`-byte read at depth 1."""
+    geo = geometry(model, size_bytes)
+    mean_rate = sum(geo.zone_bytes(z) * r for z, r in enumerate(geo.rates)) / size_bytes
+    return (
+        model.overhead_ms / 1e3
+        + mean_random_seek_s(model, size_bytes)
+        + model.rotation_s / 2
+        + block / mean_rate
+    )
+
+
+def zone_rate_mbps(model: HddModel, size_bytes: int, offset: int) -> float:
+    """The media rate (MB/s) at byte `offset`."""
+    geo = geometry(model, size_bytes)
+    start = 0.0
+    for zone in range(len(geo.rates)):
+        start += geo.zone_bytes(zone)
+        if offset < start:
+            return geo.rates[zone] / 1e6
+    return geo.rates[-1] / 1e6
+
+
+def _kind(value: object) -> str:
+    return "nothing" if value is None else type(value).__name__
+
+
+def stream_mbps(model: HddModel, size_bytes: int, offset: int, length: int) -> float:
+    """The media rate (MB/s) of one sequential pass over [offset, offset + length): the bytes
+    over the time each zone takes to pass under the head."""
+    geo = geometry(model, size_bytes)
+    seconds, start = 0.0, 0.0
+    for zone, rate in enumerate(geo.rates):
+        end = start + geo.zone_bytes(zone)
+        seconds += max(0.0, min(end, offset + length) - max(start, offset)) / rate
+        start = end
+    return length / seconds / 1e6
