@@ -80,23 +80,12 @@ class MemoryCap:
         except (OSError, ValueError, IndexError):
             return None
 
-    def set_limit(self, limit_bytes: int) -> bool:
-        """Move the cgroup's limit (the kernel reclaims page cache to meet a lower one);
-        False when the kernel refused it (it could not reclaim enough yet)."""
+    def set_limit(self, limit_bytes: int) -> None:
+        """Move the cgroup's limit (the kernel reclaims page cache to meet a lower one); a
+        limit the kernel refuses (it could not reclaim enough yet) is left for the next try."""
         name = "memory.limit_in_bytes" if self.version == 1 else "memory.max"
-        try:
+        with contextlib.suppress(OSError):
             (self.path / name).write_text(str(limit_bytes))
-        except OSError:
-            return False
-        return True
-
-    def peak_bytes(self) -> int | None:
-        """The most memory the cgroup held (v1 max_usage_in_bytes, v2 memory.peak)."""
-        name = "memory.max_usage_in_bytes" if self.version == 1 else "memory.peak"
-        try:
-            return int((self.path / name).read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
 
 
 def backend() -> tuple[int, Path] | None:
