@@ -19,9 +19,10 @@ from tests.tunables.hostroot import NVME
 from tuner.apply.render import ManagedFile, Rendered, render
 from tuner.plan import Plan, PlanEntry, write_plan
 from tuner.tunables.access import Tunables
+from tuner.tunables.base import KernelRead
 from tuner.tunables.engine import TunableEngine
 from tuner.verify.run import Outcome, run_suite, verify
-from tuner.verify.suite import Check, Read, checks, file_checks, live_checks, suite_source
+from tuner.verify.suite import Check, checks, file_checks, live_checks, suite_source
 
 
 def plan_of(*entries: PlanEntry) -> Plan:
@@ -60,9 +61,9 @@ def test_irq_and_governor_checks_read_each_file(host: SysTree) -> None:
     assert irq.id == f"irq.affinity@{NVME}" and irq.title == f"irq.affinity on {NVME}"
     # local-node: the three vectors round robin over the device's CPUs 2-3.
     assert irq.reads == (
-        Read("/proc/irq/40/smp_affinity_list", "cpulist", "2"),
-        Read("/proc/irq/41/smp_affinity_list", "cpulist", "3"),
-        Read("/proc/irq/42/smp_affinity_list", "cpulist", "2"),
+        KernelRead("/proc/irq/40/smp_affinity_list", "cpulist", "2"),
+        KernelRead("/proc/irq/41/smp_affinity_list", "cpulist", "3"),
+        KernelRead("/proc/irq/42/smp_affinity_list", "cpulist", "2"),
     )
     assert [r.path for r in governor.reads] == [
         f"/sys/devices/system/cpu/cpu{n}/cpufreq/scaling_governor" for n in range(4)
@@ -95,7 +96,7 @@ def test_normalisers_read_like_the_tunables(tmp_path: Path) -> None:
         (tmp_path / name).write_text(text)
 
     def live(name: str, kind: str, expected: object) -> Check:
-        read = Read(str(tmp_path / name), kind, expected)  # type: ignore[arg-type]
+        read = KernelRead(str(tmp_path / name), kind, expected)  # type: ignore[arg-type]
         return Check(f"x.{name}@t", "live", f"x.{name} on t", str(expected), (read,))
 
     good = (live("scheduler", "scheduler", "mq-deadline"),

@@ -22,10 +22,6 @@ from tuner.tunables.table import IMPLEMENTATIONS
 SUITE_NAME = "test_iotuner_verify.py"
 
 
-Read = KernelRead
-"""One kernel file to read, how to normalise what it holds, and what it should hold."""
-
-
 @dataclass(frozen=True)
 class Check:
     """One test of the suite: a live setting (its reads) or a managed file.
@@ -39,7 +35,7 @@ class Check:
     kind: str  # "live" | "file"
     title: str
     expected: str
-    reads: tuple[Read, ...] = ()
+    reads: tuple[KernelRead, ...] = ()
     file: ManagedFile | None = None
 
 
@@ -55,7 +51,7 @@ def live_checks(rendered: Rendered, root: Path = Path("/")) -> tuple[Check, ...]
         expected = setting.expected
         impl = IMPLEMENTATIONS[setting.key]
         reads = impl.verify_reads(sys, setting.target, expected) or (
-            Read(setting.path, impl.read_kind, expected),
+            KernelRead(setting.path, impl.read_kind, expected),
         )
         found.append(
             Check(
@@ -110,7 +106,7 @@ def suite_source(all_checks: tuple[Check, ...], *, title: str = "a plan") -> str
     return source + (_LIVE_TEST if live else "") + (_FILE_TEST if files else "")
 
 
-def _reads_literal(reads: tuple[Read, ...]) -> str:
+def _reads_literal(reads: tuple[KernelRead, ...]) -> str:
     return "[" + ", ".join(f"({r.path!r}, {r.kind!r}, {r.expected!r})" for r in reads) + "]"
 
 
