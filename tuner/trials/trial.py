@@ -127,35 +127,37 @@ def run_trial(
     io_size = (
         None if io_cap_bytes is None else io_cap_share(io_cap_bytes, options, target, topology)
     )
-    # A capped random reader's window waits for its cache to settle (settle.py).
-    settle = limit if limit is not None and is_random(options) else None
+    # A capped random reader's window waits until the device has read this much: its cache
+    # (settle.py).
+    settle_bytes = limit if limit is not None and is_random(options) else None
     device_writes = target.path if writes(options) and not target.is_scratch else None
     with ExitStack() as stack:
         cap, hold = None, None
         if limit is not None:
             cap = stack.enter_context(memory_cap(limit + _fio_overhead(options)))
             hold = stack.enter_context(CacheHold(cap, limit, _io_buffers(options) + HEADROOM))
-        if cap is not None and settle is not None:
+        if cap is not None and settle_bytes is not None:
             # A full cache first: the ramp then only has to turn it over, not fill it.
-            _warm_up(target, workload, min(settle + WARM_BEYOND, region), cap, timeout)
+            _warm_up(target, workload, min(settle_bytes + WARM_BEYOND, region), cap, timeout)
             ramp_s = max(ramp_s, MIN_SETTLE_S)
         stack.enter_context(exclusive_writes(device_writes))
         not_settled = None
         for again in (False, True):
             text = job_text(options, runtime_s=runtime_s, ramp_s=ramp_s, title=workload.name,
-                            io_size=io_size, keep_cache=bool(settle), **placement)  # fmt: skip
+                            io_size=io_size, keep_cache=settle_bytes is not None,
+                            **placement)  # fmt: skip
             with Sampler((*target.devices, *lower)) as sampler:
                 doc = run_fio(text, timeout_s=3 * (runtime_s + ramp_s) + 120, what=target.path,
                               preexec=cap.joiner() if cap is not None else None)  # fmt: skip
             fio = parse_result(doc)
             start, end = _window(doc, fio.runtime_s, sampler)
             moved = sampler.between(start, end, target.devices)
-            if settle is None:
+            if settle_bytes is None:
                 break
             ramp_read = sampler.between(sampler.times[0], start, target.devices).read_bytes
-            longer = needed_ramp(settle, ramp_read, start - sampler.times[0],
+            longer = needed_ramp(settle_bytes, ramp_read, start - sampler.times[0],
                                  moved.read_bytes, end - start, fio.read_bytes)  # fmt: skip
-            not_settled = None if longer is None else unsettled(settle, ramp_read, ramp_s)
+            not_settled = None if longer is None else unsettled(settle_bytes, ramp_read, ramp_s)
             if longer is None or again or longer > MAX_SETTLE_S:
                 break
             ramp_s = longer
