@@ -15,8 +15,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from tuner.topology.model import QueueSettings, VmSettings
+from tuner.tunables.domain import Dimension, Value
 
-Value = int | str
+__all__ = ["Dimension", "Value"]
 Point = dict[tuple[str, str], Value]
 
 APP = "app"
@@ -35,83 +36,6 @@ DEVICE_KEYS = (
 HOST_KEYS = ("vm.dirty_background_bytes", "vm.dirty_bytes")
 MIB = 1 << 20
 APP_KEYS = ("bs", "iodepth", "numjobs", "direct")
-
-
-@dataclass(frozen=True)
-class Dimension:
-    """One setting on one target: an int range (log scale if `log`) or a set of choices.
-
-    Int values are multiples of `step` (read_ahead_kb moves in 4 KB pages), or powers of two
-    when `pow2` (fio block sizes); both make the optimiser's grid the one the kernel sees.
-    """
-
-    key: str
-    target: str
-    kind: str  # "int" or "categorical"
-    low: int = 0
-    high: int = 0
-    log: bool = False
-    choices: tuple[Value, ...] = ()
-    step: int = 1
-    pow2: bool = False
-
-    def __post_init__(self) -> None:
-        if self.kind == "categorical":
-            if not self.choices:
-                raise ValueError(f"{self.key} on {self.target}: no choices")
-        elif self.kind == "int":
-            if self.low > self.high:
-                raise ValueError(f"{self.key} on {self.target}: low {self.low} > high {self.high}")
-            if (self.log or self.pow2) and self.low <= 0:
-                raise ValueError(f"{self.key} on {self.target}: a log scale needs low > 0")
-        else:
-            raise ValueError(f"{self.key} on {self.target}: unknown kind {self.kind!r}")
-
-    @property
-    def name(self) -> tuple[str, str]:
-        """The point's key for this dimension: (key, target)."""
-        return (self.key, self.target)
-
-    def snap(self, value: Value) -> Value:
-        """The nearest value of the domain (clamped, rounded to the step or power of two)."""
-        if self.kind == "categorical":
-            if value not in self.choices:
-                raise ValueError(f"{self.key} on {self.target}: {value!r} not in {self.choices}")
-            return value
-        number = int(value)
-        if self.pow2:
-            exponent = round(math.log2(max(number, 1)))
-            low, high = self.low.bit_length() - 1, self.high.bit_length() - 1
-            return int(2 ** min(max(exponent, low), high))
-        snapped = round(number / self.step) * self.step
-        low = -(-self.low // self.step) * self.step  # the smallest multiple of step >= low
-        return min(max(snapped, low), self.high // self.step * self.step)
-
-    def unit(self, value: Value) -> float:
-        """`value` mapped into [0, 1] (log scale where the domain is): for distances."""
-        if self.kind == "categorical":
-            # The middle of the choice's slice of [0, 1], so from_unit gives the choice back.
-            return (self.choices.index(value) + 0.5) / len(self.choices)
-        if self.low == self.high:
-            return 0.0
-        if self.log or self.pow2:
-            return math.log(int(value) / self.low) / math.log(self.high / self.low)
-        return (int(value) - self.low) / (self.high - self.low)
-
-    def from_unit(self, unit: float) -> Value:
-        """The domain value at position `unit` in [0, 1] (the inverse of `unit`), snapped."""
-        unit = min(max(unit, 0.0), 1.0)
-        if self.kind == "categorical":
-            return self.choices[min(int(unit * len(self.choices)), len(self.choices) - 1)]
-        if self.log or self.pow2:
-            return self.snap(round(self.low * (self.high / self.low) ** unit))
-        return self.snap(round(self.low + unit * (self.high - self.low)))
-
-    def distance(self, a: Value, b: Value) -> float:
-        """How far apart two values are: 0 or 1 for choices, the unit-scale gap for ints."""
-        if self.kind == "categorical":
-            return 0.0 if a == b else 1.0
-        return abs(self.unit(a) - self.unit(b))
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from tuner.errors import BadInput, IotunerError
+from tuner.tunables.domain import Dimension, SpaceContext
 from tuner.tunables.sysroot import SysRoot
 
 Value = int | str | tuple[int, ...]
@@ -71,6 +72,16 @@ class Tunable:
     """
 
     key: ClassVar[str]
+    scope: ClassVar[str]
+    """What a target is: "device" (a block device), "host", "irq" (a PCI function's
+    interrupts) or "nic" (an interface)."""
+    value_kind: ClassVar[str]
+    """The value's shape: int, choice, triple (three ints) or cpus."""
+    persist: ClassVar[str]
+    """How apply makes it outlive a reboot: "udev" (udev_assignment), "sysctl" (a sysctl.d
+    line) or "unit" (an argument of iotuner-boot.service, resolved again at boot)."""
+    doc: ClassVar[str]
+    """One line for `iotuner rules list`, the plan format and the manual."""
     coupled: ClassVar[tuple[str, ...]] = ()
     read_kind: ClassVar[str] = "int"
     """How verify normalises the kernel file before comparing (KernelRead.kind)."""
@@ -96,6 +107,12 @@ class Tunable:
     def expected(self, sys: SysRoot, target: str, value: Value) -> Value:
         """What reading back should give after writing `value` (a policy resolves to a layout)."""
         return value
+
+    def dimension(self, sys: SysRoot, target: str, context: SpaceContext) -> Dimension | None:
+        """What a tune may try for this key on `target`, its bounds read from the host below
+        `sys` (the hardware's limits, the current value kept inside); None when the key is not
+        searched there."""
+        return None
 
     def kernel_path(self, sys: SysRoot, target: str) -> str:
         """The kernel file the value lives in, as the host names it (apply and verify show

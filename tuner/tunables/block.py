@@ -77,6 +77,10 @@ class ReadAheadKb(IntQueueTunable):
     """Readahead window in KB; the kernel keeps it in pages, so it rounds down to 4 KB."""
 
     key = "block.read_ahead_kb"
+    scope = "device"
+    value_kind = "int"
+    persist = "udev"
+    doc = "readahead window, KB"
     current_fact = "read_ahead_kb"
     attr = "read_ahead_kb"
 
@@ -90,6 +94,10 @@ class RqAffinity(IntQueueTunable):
     the kernel silently ignores other numbers, so they are refused here."""
 
     key = "block.rq_affinity"
+    scope = "device"
+    value_kind = "int"
+    persist = "udev"
+    doc = "complete on the submitting CPU"
     attr = "rq_affinity"
     high = 2
 
@@ -98,6 +106,10 @@ class NoMerges(IntQueueTunable):
     """0 merge, 1 only simple one-hit merges, 2 never; larger numbers silently mean 1."""
 
     key = "block.nomerges"
+    scope = "device"
+    value_kind = "int"
+    persist = "udev"
+    doc = "request merging (0 = merge)"
     attr = "nomerges"
     high = 2
 
@@ -107,6 +119,10 @@ class Scheduler(BlockTunable):
     new scheduler's default, so nr_requests is saved and restored with it."""
 
     key = "block.scheduler"
+    scope = "device"
+    value_kind = "choice"
+    persist = "udev"
+    doc = "I/O scheduler"
     current_fact = "scheduler"
     read_kind = "scheduler"
     attr = "scheduler"
@@ -145,6 +161,10 @@ class NrRequests(IntQueueTunable):
     most the driver's tag depth (128 on loop devices); with one, at most 2048."""
 
     key = "block.nr_requests"
+    scope = "device"
+    value_kind = "int"
+    persist = "udev"
+    doc = "request queue depth"
     current_fact = "nr_requests"
     attr = "nr_requests"
 
@@ -192,6 +212,10 @@ class MaxSectorsKb(IntQueueTunable):
     read_ahead_kb is saved and restored with it."""
 
     key = "block.max_sectors_kb"
+    scope = "device"
+    value_kind = "int"
+    persist = "udev"
+    doc = "largest request sent, KB"
     current_fact = "max_sectors_kb"
     attr = "max_sectors_kb"
     coupled = ("block.read_ahead_kb",)
@@ -219,6 +243,10 @@ class WriteCache(BlockTunable):
     "write through" whatever is written: the engine reports that as a silent adjustment."""
 
     key = "block.write_cache"
+    scope = "device"
+    value_kind = "choice"
+    persist = "udev"
+    doc = "volatile write cache"
     current_fact = "write_cache"
     read_kind = "name"
     attr = "write_cache"

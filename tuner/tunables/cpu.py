@@ -19,6 +19,10 @@ class Governor(Tunable):
     """The cpufreq governor, the same on every CPU."""
 
     key = "cpu.governor"
+    scope = "host"
+    value_kind = "choice"
+    persist = "unit"
+    doc = "cpufreq governor"
     current_fact = "governor"
     read_kind = "name"
 

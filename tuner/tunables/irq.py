@@ -39,6 +39,10 @@ class IrqAffinity(Tunable):
     """The CPUs each interrupt of one PCI function may run on."""
 
     key = "irq.affinity"
+    scope = "irq"
+    value_kind = "choice"
+    persist = "unit"
+    doc = "local-node, one-cpu or all"
     read_kind = "cpulist"
 
     def irqs(self, sys: SysRoot, target: str) -> list[int]:

@@ -18,6 +18,10 @@ class Mtu(Tunable):
     """The MTU of one network interface."""
 
     key = "nic.mtu"
+    scope = "nic"
+    value_kind = "int"
+    persist = "udev"
+    doc = "interface MTU"
     current_fact = "mtu"
 
     def rel(self, sys: SysRoot, target: str) -> str:

@@ -54,6 +54,10 @@ class DirtyExpire(IntSysctl):
     """Age in centiseconds at which dirty data is written back."""
 
     key = "vm.dirty_expire_centisecs"
+    scope = "host"
+    value_kind = "int"
+    persist = "sysctl"
+    doc = "age of dirty data"
     current_fact = "dirty_expire_centisecs"
 
 
@@ -121,6 +125,10 @@ class DirtyBackgroundBytes(DirtyBytes):
     """Dirty bytes at which background writeback starts."""
 
     key = "vm.dirty_background_bytes"
+    scope = "host"
+    value_kind = "int"
+    persist = "sysctl"
+    doc = "background writeback"
     current_fact = "dirty_background_bytes"
     coupled = ("vm.dirty_background_ratio",)
 
@@ -129,6 +137,10 @@ class DirtyBackgroundRatio(DirtyRatio):
     """Dirty percentage at which background writeback starts."""
 
     key = "vm.dirty_background_ratio"
+    scope = "host"
+    value_kind = "int"
+    persist = "sysctl"
+    doc = "background writeback, %"
     current_fact = "dirty_background_ratio"
     coupled = ("vm.dirty_background_bytes",)
 
@@ -137,6 +149,10 @@ class DirtyBytesLimit(DirtyBytes):
     """Dirty bytes at which writers are throttled (at least two pages)."""
 
     key = "vm.dirty_bytes"
+    scope = "host"
+    value_kind = "int"
+    persist = "sysctl"
+    doc = "writer throttling threshold"
     current_fact = "dirty_bytes"
     coupled = ("vm.dirty_ratio",)
     pages = 2
@@ -146,6 +162,10 @@ class DirtyRatioLimit(DirtyRatio):
     """Dirty percentage at which writers are throttled."""
 
     key = "vm.dirty_ratio"
+    scope = "host"
+    value_kind = "int"
+    persist = "sysctl"
+    doc = "writer throttling threshold, %"
     current_fact = "dirty_ratio"
     coupled = ("vm.dirty_bytes",)
 
@@ -161,6 +181,10 @@ class RmemMax(SocketMax):
     """net.core.rmem_max."""
 
     key = "net.core.rmem_max"
+    scope = "host"
+    value_kind = "int"
+    persist = "sysctl"
+    doc = "largest receive buffer"
     current_fact = "rmem_max"
     low = 2304
 
@@ -169,6 +193,10 @@ class WmemMax(SocketMax):
     """net.core.wmem_max."""
 
     key = "net.core.wmem_max"
+    scope = "host"
+    value_kind = "int"
+    persist = "sysctl"
+    doc = "largest send buffer"
     current_fact = "wmem_max"
     low = 4608
 
@@ -213,18 +241,30 @@ class TcpRmem(TcpMem):
     """net.ipv4.tcp_rmem."""
 
     key = "net.ipv4.tcp_rmem"
+    scope = "host"
+    value_kind = "triple"
+    persist = "sysctl"
+    doc = "TCP receive buffer min/def/max"
 
 
 class TcpWmem(TcpMem):
     """net.ipv4.tcp_wmem."""
 
     key = "net.ipv4.tcp_wmem"
+    scope = "host"
+    value_kind = "triple"
+    persist = "sysctl"
+    doc = "TCP send buffer min/def/max"
 
 
 class CongestionControl(Sysctl):
     """The default TCP congestion control, one of those the kernel has loaded."""
 
     key = "net.ipv4.tcp_congestion_control"
+    scope = "host"
+    value_kind = "choice"
+    persist = "sysctl"
+    doc = "TCP congestion"
     current_fact = "congestion_control"
     read_kind = "name"
 
