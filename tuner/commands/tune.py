@@ -146,8 +146,8 @@ def tune(
         journal = stack.enter_context(Journal())
         engine = stack.enter_context(TunableEngine(live_sysroot(), journal))
         stack.enter_context(restore_on_signals(engine))
-        host = engine.tunables.sys
-        setup = prepare_tune(base, probe_host(host.fs()), trial_target.devices, chosen,
+        live = engine.tunables.sys
+        setup = prepare_tune(base, probe_host(live.fs()), trial_target.devices, chosen,
                              engine.tunables, app=app_params,
                              read_devices=trial_target.raw_devices)  # fmt: skip
         view = stack.enter_context(TuneView(console, budget, enabled=console.is_terminal))
