@@ -131,13 +131,14 @@ def run_rows(
     from tuner.tunables.engine import TunableEngine
     from tuner.tunables.journal import Journal
     from tuner.tunables.signals import restore_on_signals
+    from tuner.tunables.sysroot import live_sysroot
 
     base = load_rule_base()
     args.landscapes.mkdir(parents=True, exist_ok=True)
     rows: list[RowResult] = []
     with ExitStack() as stack:
         journal = stack.enter_context(Journal())
-        engine = stack.enter_context(TunableEngine(Path("/"), journal))
+        engine = stack.enter_context(TunableEngine(live_sysroot(), journal))
         stack.enter_context(restore_on_signals(engine))
         for lab_name in labs:
             for name in workloads:

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from probes.host import probe_host
-from probes.hostfs import HostFS
 from tuner.lab.model import Lab
 from tuner.lab.spec import LabSpec, load_spec
 from tuner.rules.model import RuleBase, Workload
@@ -220,7 +219,8 @@ class Row:
         started = time.monotonic()
         budget, runtime = tune_defaults()
         budget = self.plan.tune_budget or budget
-        setup = prepare_tune(self.base, probe_host(HostFS("/")), self.target.devices,
+        host = self.engine.tunables.sys
+        setup = prepare_tune(self.base, probe_host(host.fs()), self.target.devices,
                              self.workload, self.engine.tunables,
                              read_devices=self.target.raw_devices)  # fmt: skip
         space, baseline, suggested = setup.space, setup.baseline, setup.suggested

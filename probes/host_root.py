@@ -1,4 +1,10 @@
-"""`--root`: the directory a command probes, given as a directory or a `--gather` capture."""
+"""The host a command works on: the live machine (`live_host`, the one place that names `/`),
+or `--root`, a directory or a `--gather` capture (`open_root`).
+
+Every live-only command calls `live_host()` (or `tuner.tunables.sysroot.live_sysroot()` to
+write) at its boundary and passes what it got down; nothing below constructs a reader of `/`
+itself (tests/test_host_access.py keeps it so).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,20 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from probes.gather import extract_capture, is_capture
+from probes.hostfs import HostFS
 from tuner.errors import BadInput
+
+LIVE_ROOT = Path("/")
+"""The live machine's root: the only spelling of `/` as a host root in production code."""
+
+
+def live_host() -> HostFS:
+    """A fresh reader of the live machine's /sys and /proc.
+
+    Fresh each call: HostFS caches path resolution, and devices come and go while a command
+    runs (a lab's loop devices, partitions), so a long-lived reader would miss them.
+    """
+    return HostFS(LIVE_ROOT)
 
 
 def open_root(root: Path, stack: ExitStack) -> Path:

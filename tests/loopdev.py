@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tuner.lab.queue import defaults, write_queue
+from tuner.tunables.engine import TunableEngine
 
 # In the order they are put back: rotational and max_sectors_kb move read_ahead_kb (6.17+).
 SETTINGS = ("rotational", "scheduler", "nr_requests", "max_sectors_kb", "rq_affinity",
@@ -60,7 +61,9 @@ def loop_device(size_mb: int = 64) -> Iterator[str]:
 
 def make_fresh(name: str) -> None:
     """Give a reused loop device the queue a never-used one has."""
-    refused = write_queue(name, defaults(name))
+    # Unjournaled: a test's loop device is put back by loop_device() itself, as found.
+    with TunableEngine() as engine:
+        refused = write_queue(engine, name, defaults(engine.tunables.sys, name))
     if refused:
         raise RuntimeError(f"cannot reset {name}'s queue: {'; '.join(refused)}")
 

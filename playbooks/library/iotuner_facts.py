@@ -3,24 +3,19 @@
 
 from __future__ import annotations
 
-import sys
-import traceback
 from contextlib import ExitStack
 from pathlib import Path
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.iotuner_guard import TunerImports
 
-try:
+IOTUNER = TunerImports()
+with IOTUNER:
     from probes.host import probe_host
     from probes.host_root import open_root
     from probes.hostfs import HostFS
     from tuner.errors import IotunerError
     from tuner.fleet.fingerprint import fingerprint
     from tuner.topology.document import to_document
-
-    IMPORT_ERROR = None
-except ImportError:  # reported by main(): iotuner is not installed for this interpreter
-    IMPORT_ERROR = traceback.format_exc()
 
 
 DOCUMENTATION = r"""
@@ -85,19 +80,13 @@ hardware:
 
 def main():
     """Probe, fingerprint, return both as facts; read-only, so check mode runs it too."""
-    module = AnsibleModule(
+    module = IOTUNER.module(
         argument_spec={
             "root": {"type": "path", "default": "/"},
             "devices": {"type": "list", "elements": "str"},
         },
         supports_check_mode=True,
     )
-    if IMPORT_ERROR is not None:
-        module.fail_json(
-            msg=f"iotuner is not installed for {sys.executable} (set ansible_python_interpreter "
-            "to the python that has it)",
-            exception=IMPORT_ERROR,
-        )
     try:
         with ExitStack() as stack:
             topology = probe_host(HostFS(open_root(Path(module.params["root"]), stack)))

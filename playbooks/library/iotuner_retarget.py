@@ -4,21 +4,16 @@
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
-import traceback
 from pathlib import Path
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.iotuner_guard import TunerImports
 
-try:
+IOTUNER = TunerImports()
+with IOTUNER:
     from tuner.errors import BadInput
     from tuner.fleet.retarget import device_map, retarget
     from tuner.plan import parse_plan, plan_text
-
-    IMPORT_ERROR = None
-except ImportError:  # reported by main(): iotuner is not installed for this interpreter
-    IMPORT_ERROR = traceback.format_exc()
 
 
 DOCUMENTATION = r"""
@@ -102,7 +97,7 @@ def _write(dest: Path, text: str) -> None:
 
 def main():
     """Parse, map, compare with what is there, write when different."""
-    module = AnsibleModule(
+    module = IOTUNER.module(
         argument_spec={
             "plan": {"type": "str", "required": True},
             "plan_name": {"type": "str", "default": "plan"},
@@ -113,12 +108,6 @@ def main():
         },
         supports_check_mode=True,
     )
-    if IMPORT_ERROR is not None:
-        module.fail_json(
-            msg=f"iotuner is not installed for {sys.executable} (set ansible_python_interpreter "
-            "to the python that has it)",
-            exception=IMPORT_ERROR,
-        )
     p = module.params
     dest = Path(p["dest"])
     try:

@@ -30,7 +30,10 @@ def module(tmp_path: Path, name: str, args: dict[str, Any], *flags: str) -> dict
            "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-local"),
            "ANSIBLE_REMOTE_TMP": str(tmp_path / "ansible-remote")}  # fmt: skip
     done = subprocess.run(
+        # --playbook-dir: what ansible-playbook does for fleet.yml, so playbooks/module_utils
+        # (the modules' shared import guard) is found as it is there.
         ["ansible", "localhost", "-c", "local", "-M", str(REPO / "playbooks" / "library"),
+         "--playbook-dir", str(REPO / "playbooks"),
          "-e", f"ansible_python_interpreter={sys.executable}",
          "-m", name, "-a", json.dumps(args), *flags],
         capture_output=True, text=True, env=env, timeout=120,
@@ -79,3 +82,16 @@ def test_retarget_writes_once_and_honours_check_mode(tmp_path: Path) -> None:
     assert refused["_status"] == "FAILED!"
     assert refused["msg"].startswith("fleet-plans/x.yaml: entries[1] (block.read_ahead_kb on")
     assert dest.read_text() == written
+
+
+def test_without_iotuner_a_module_fails_saying_which_python_lacks_it(tmp_path: Path) -> None:
+    # -E -S: neither PYTHONPATH nor site-packages, so `tuner` cannot be imported; Ansible
+    # ships the module and its module_utils (the import guard) in its own archive.
+    bare = tmp_path / "python-without-iotuner"
+    bare.write_text(f'#!/bin/sh\nexec {sys.executable} -E -S "$@"\n')
+    bare.chmod(0o755)
+    args = {"plan": "", "plan_name": "p", "dest": str(tmp_path / "plan.yaml")}
+    got = module(tmp_path, "iotuner_retarget", args, "-e", f"ansible_python_interpreter={bare}")
+    assert got["_status"] == "FAILED!"
+    assert got["msg"].startswith(f"iotuner is not installed for {sys.executable}")
+    assert not (tmp_path / "plan.yaml").exists()

@@ -23,6 +23,7 @@ from tuner.lab.hdd import random_read_s, stream_mbps
 from tuner.lab.nbd import processes_using
 from tuner.lab.queue import read_queue
 from tuner.lab.record import LabRecord, Step, load_record
+from tuner.tunables.access import Tunables
 
 pytestmark = pytest.mark.lab
 
@@ -107,7 +108,7 @@ def test_what_is_written_is_read_back_and_kept_in_its_data_file(state: Path) -> 
     disk = lab.disks[0]
     name = Path(disk.device).name
     assert Path(f"/sys/block/{name}/loop/dio").read_text().strip() == "1"
-    queue = read_queue(disk.device)
+    queue = read_queue(Tunables(), disk.device)
     assert (queue["rotational"], queue["scheduler"]) == ("1", "mq-deadline")
     status = iotuner("lab", "status", "--json")
     assert status.returncode == 0, status.stdout

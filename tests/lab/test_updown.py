@@ -23,6 +23,7 @@ from tuner.lab import (
 )
 from tuner.lab.queue import read_queue
 from tuner.lab.system import LabError
+from tuner.tunables.access import Tunables
 
 pytestmark = pytest.mark.lab
 
@@ -53,7 +54,7 @@ def check_lab_is_real(lab: Lab) -> None:
         caps = throttle.read_caps("v1", system.majmin(disk.device))
         assert caps.read_bps == int(disk.read_mbps * 1e6)
         assert caps.read_iops == caps.write_iops == disk.iops
-        queue = read_queue(disk.device)
+        queue = read_queue(Tunables(), disk.device)
         assert (queue["scheduler"], queue["read_ahead_kb"]) == ("none", "128")
         size = int(Path(f"/sys/block/{Path(disk.device).name}/size").read_text()) * 512
         assert size == disk.size_bytes
@@ -74,7 +75,7 @@ def test_up_down_leaves_nothing(state: Path, name: str) -> None:
     assert any(line.startswith("loop ") for line in removed)
     assert_nothing_left(record)
     for device, settings in found.items():  # what an earlier user left is put back
-        assert read_queue(str(device)) == settings
+        assert read_queue(Tunables(), str(device)) == settings
     assert lab_down() == []
 
 

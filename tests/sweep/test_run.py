@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from probes.host_root import live_host
 from probes.hostfs import HostFS
 from tests.loopdev import loop_device
 from tests.sysfs_tree import SysTree
@@ -73,7 +74,7 @@ def test_logical_block_size_of_a_disk_and_of_its_partition(tree: SysTree) -> Non
 
 def test_sizes_below_the_logical_block_are_refused() -> None:
     with loop_device(size_mb=8) as name:
-        assert logical_block_bytes(name) == 512  # losetup's default sector size
+        assert logical_block_bytes(name, live_host()) == 512  # losetup's default sector size
         device = f"/dev/{name}"
         subprocess.run(["losetup", "--sector-size", "4096", device], check=True)
         try:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import TunableError
+from tuner.tunables.sysroot import live_sysroot
 
 
 def parse(arg: str) -> tuple[str, str, str]:
@@ -25,7 +26,7 @@ def parse(arg: str) -> tuple[str, str, str]:
 
 def main(argv: Sequence[str]) -> int:
     """Apply each setting; 0 when all were set, 1 otherwise (the rest are still tried)."""
-    tunables = Tunables()
+    tunables = Tunables(live_sysroot())
     failed = 0
     for arg in argv:
         try:

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from probes.host_root import live_host
 from tuner.bottleneck.groups import Group
 from tuner.errors import BadInput
 from tuner.trials.blockdev import cached_below, live_storage
@@ -119,7 +120,7 @@ def run_scaling(group: Group, runtime_s: float = 3.0, progress: Progress | None 
 def _cached(group: Group) -> str | None:
     """Direct I/O skips the page cache of the devices read, not that of a file a loop device
     below them reads through it: repeated passes may then come from memory."""
-    below = cached_below(group.devices, live_storage())
+    below = cached_below(group.devices, live_storage(live_host()))
     if below is None:
         return None
     return f"{below[0]} reads a file on {below[1]} through the page cache: figures may be memory's"

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from probes.host import probe_host
+from probes.host_root import live_host
 from probes.hostfs import HostFS
 from tuner.bottleneck import (
     Group,
@@ -57,8 +58,8 @@ def bottleneck(
     """
     started = time.monotonic()
     console = Console(stderr=as_json)
-    topology = probe_host(HostFS("/"))
-    names = resolve(devices, topology)
+    topology = probe_host(live_host())
+    names = resolve(devices, topology, live_host())
     groups = device_groups(topology, names, lab_bus_names())
     results = []
     with console.status("scaling") as status:
@@ -85,8 +86,9 @@ def bottleneck(
             console.print(f"[yellow]flagged: {scaling.flagged}[/]", highlight=False)
 
 
-def resolve(given: list[str] | None, topology: Topology) -> tuple[str, ...]:
-    """Kernel names of the devices asked for (names, /dev paths, links), or the default set."""
+def resolve(given: list[str] | None, topology: Topology, fs: HostFS) -> tuple[str, ...]:
+    """Kernel names of the devices asked for (names, /dev paths, links), or the default set;
+    `fs` reads the host whose /dev the paths name."""
     if not given:
         return default_devices(topology)
     names: list[str] = []
@@ -98,7 +100,7 @@ def resolve(given: list[str] | None, topology: Topology) -> tuple[str, ...]:
         else:
             path = item if item.startswith("/") else f"/dev/{item}"
             number = block_number(path)
-            name = kernel_name(number) if number is not None else None
+            name = kernel_name(fs, number) if number is not None else None
         if name is None or topology.block_device(name) is None:
             raise BadInput(f"--devices {item}: not a block device")
         if name not in names:

@@ -14,7 +14,8 @@ import typer
 from rich.console import Console
 
 from probes.host import probe_host
-from probes.hostfs import HostFS, digits
+from probes.host_root import live_host
+from probes.hostfs import digits
 from tuner.errors import BadInput, IotunerError
 from tuner.lab.session import lab_session
 from tuner.plan import plan_from_tune, write_plan
@@ -32,6 +33,7 @@ from tuner.trials.trial import user_region_bytes
 from tuner.tunables.engine import TunableEngine
 from tuner.tunables.journal import Journal
 from tuner.tunables.signals import restore_on_signals
+from tuner.tunables.sysroot import live_sysroot
 from tuner.tune.objective import OBJECTIVES, objective_for
 from tuner.tune.result import result_document
 from tuner.tune.setup import prepare_tune
@@ -142,9 +144,10 @@ def tune(
                             objective=goal, seed=seed, io_cap_bytes=cap,
                             cache=cache)  # fmt: skip
         journal = stack.enter_context(Journal())
-        engine = stack.enter_context(TunableEngine(Path("/"), journal))
+        engine = stack.enter_context(TunableEngine(live_sysroot(), journal))
         stack.enter_context(restore_on_signals(engine))
-        setup = prepare_tune(base, probe_host(HostFS("/")), trial_target.devices, chosen,
+        live = engine.tunables.sys
+        setup = prepare_tune(base, probe_host(live.fs()), trial_target.devices, chosen,
                              engine.tunables, app=app_params,
                              read_devices=trial_target.raw_devices)  # fmt: skip
         view = stack.enter_context(TuneView(console, budget, enabled=console.is_terminal))
@@ -289,7 +292,7 @@ def _size_option(option: str, text: str | None) -> int | None:
 def host_cache_bytes() -> int:
     """This host's MemAvailable: what its page cache may grow to without taking memory from
     the processes running now."""
-    text = HostFS("/").read("proc/meminfo") or ""
+    text = live_host().read("proc/meminfo") or ""
     for line in text.splitlines():
         name, _, rest = line.partition(":")
         fields = rest.split()

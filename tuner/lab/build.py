@@ -23,11 +23,12 @@ from tuner.codec import encode
 from tuner.errors import BadInput, IotunerError
 from tuner.lab import nbd, system, throttle
 from tuner.lab.model import Lab, LabBus, LabDisk
-from tuner.lab.queue import defaults, read_queue, write_queue
+from tuner.lab.queue import defaults, queue_engine, read_queue, write_queue
 from tuner.lab.record import LabRecord, Step, load_record, record_path
 from tuner.lab.spec import MIB, BusSpec, DiskSpec, LabSpec
 from tuner.lab.teardown import lab_lock, require_root, teardown
 from tuner.state import state_dir
+from tuner.tunables.engine import TunableEngine
 from tuner.units import human_bytes
 
 SHM = Path("/dev/shm")
@@ -76,8 +77,8 @@ def lab_up(spec: LabSpec) -> Lab:
         record = LabRecord(path, spec.name, spec.source, secrets.token_hex(4))
         record.save()
         try:
-            with _sigterm_as_exit():
-                return _Builder(spec, record, where).build()
+            with _sigterm_as_exit(), queue_engine() as engine:
+                return _Builder(spec, record, where, engine).build()
         except BaseException as err:
             _clean_after(spec, record, err)
             raise
@@ -118,10 +119,11 @@ def _sigterm_as_exit() -> Iterator[None]:
 class _Builder:
     """Takes the steps of one lab in order, each recorded before it is taken."""
 
-    def __init__(self, spec: LabSpec, record: LabRecord, where: str) -> None:
+    def __init__(self, spec: LabSpec, record: LabRecord, where: str, engine: TunableEngine) -> None:
         self.spec = spec
         self.record = record
         self.where = where
+        self.engine = engine  # every queue setting goes through it, journaled
         self.shm = SHM / f"iotuner-lab-{record.lab_id}"
         self.run = RUN / record.lab_id
 
@@ -158,9 +160,9 @@ class _Builder:
         step = self.record.intend(Step("loop", str(backing), label=label))
         device = system.loop_attach(backing, direct_io)
         step.device = device
-        step.detail = {"found": read_queue(device)}
+        step.detail = {"found": read_queue(self.engine.tunables, device)}
         self.record.save()
-        refused = write_queue(device, defaults(device))
+        refused = write_queue(self.engine, device, defaults(self.engine.tunables.sys, device))
         if refused:
             raise system.LabError(f"cannot reset {device}: {'; '.join(refused)}")
         self.record.finish(step)
@@ -218,7 +220,7 @@ class _Builder:
         device = self.loop(fuse_file, disk.name, direct_io=True)
         # What the kernel would see on a real hard disk: rotational, and so mq-deadline; the
         # readahead written last, as marking a queue rotational raises it (kernel 6.17+).
-        refused = write_queue(device, HDD_QUEUE)
+        refused = write_queue(self.engine, device, HDD_QUEUE)
         if refused:
             raise system.LabError(f"cannot set up {device}: {'; '.join(refused)}")
         return LabDisk(

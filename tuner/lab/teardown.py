@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tuner.errors import BadInput, IotunerError
 from tuner.lab import nbd, system, throttle
-from tuner.lab.queue import write_queue
+from tuner.lab.queue import queue_engine, write_queue
 from tuner.lab.record import LabRecord, Step, load_record, record_path
 from tuner.state import state_dir
 
@@ -123,7 +123,8 @@ def _undo_loop(step: Step) -> list[str]:
     for device in system.loops_backed_by(step.target):
         found = step.detail.get("found") if device == step.device else None
         if found:  # put back what an earlier user left on this loop device
-            write_queue(device, {str(k): str(v) for k, v in found.items()})
+            with queue_engine() as engine:
+                write_queue(engine, device, {str(k): str(v) for k, v in found.items()})
         system.loop_detach(device)
         # A busy device is only marked to detach when its last user closes it (a mkfs or
         # a reader orphaned by a killed `lab up`): give that a moment before giving up.

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from probes.host_root import live_host
 from probes.hostfs import HostFS
 from tuner.errors import BadInput
 from tuner.sweep.grid import Grid, size_label
@@ -95,7 +96,7 @@ def run_sweep(
             f"{target.path}: {human_bytes(target.size_bytes)} is too small for "
             f"{human_bytes(largest)} requests"
         )
-    block = logical_block_bytes(target.devices[0]) if target.devices else None
+    block = logical_block_bytes(target.devices[0], live_host()) if target.devices else None
     odd = [size for size in grid.sizes if block and size % block]
     if block and odd:
         raise BadInput(
@@ -122,9 +123,8 @@ def run_sweep(
     )
 
 
-def logical_block_bytes(name: str, fs: HostFS | None = None) -> int | None:
+def logical_block_bytes(name: str, fs: HostFS) -> int | None:
     """The device's logical block size: a partition has its disk's (`queue/` is the disk's)."""
-    fs = fs or HostFS("/")
     real = fs.realpath(f"sys/class/block/{name}")
     for where in (real, real.rsplit("/", 1)[0]) if real else ():
         size = fs.read_int(f"{where}/queue/logical_block_size")

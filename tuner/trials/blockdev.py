@@ -2,7 +2,9 @@
 
 Kernel names come from device numbers (`st_rdev` of a device node, `/sys/dev/block/M:m`), so
 `/dev/disk/by-id/...` links and `/dev/root` resolve like any name; mounts, partitions, stacks and
-btrfs members come from probes/storage.py, the same code `iotuner probe` runs.
+btrfs members come from probes/storage.py, the same code `iotuner probe` runs. Every function
+reads through the HostFS it is given (`probes.host_root.live_host()` on the live machine, a
+fixture tree in the tests): none opens a reader of `/` itself.
 """
 
 from __future__ import annotations
@@ -19,11 +21,11 @@ from tuner.topology.model import Mount, Topology
 DEFAULT_READAHEAD_KB = 128  # the kernel's default, when a device does not say
 
 
-def live_storage() -> Topology:
-    """The live host's block devices, stacks, mounts and btrfs file systems (milliseconds)."""
-    found = probe_storage(HostFS("/"))
+def live_storage(fs: HostFS) -> Topology:
+    """The host's block devices, stacks, mounts and btrfs file systems (milliseconds)."""
+    found = probe_storage(fs)
     return Topology(
-        root="/",
+        root=str(fs.root),
         nodes=found.nodes,
         edges=found.edges,
         mounts=found.mounts,
@@ -42,15 +44,15 @@ def block_number(path: str) -> tuple[int, int] | None:
     return os.major(st.st_rdev), os.minor(st.st_rdev)
 
 
-def kernel_name(number: tuple[int, int]) -> str | None:
+def kernel_name(fs: HostFS, number: tuple[int, int]) -> str | None:
     """The kernel name (sda1, loop3, dm-0) of a device number, from /sys/dev/block."""
-    real = HostFS("/").realpath(f"sys/dev/block/{number[0]}:{number[1]}")
+    real = fs.realpath(f"sys/dev/block/{number[0]}:{number[1]}")
     return PurePosixPath(real).name if real else None
 
 
-def device_bytes(name: str) -> int | None:
+def device_bytes(fs: HostFS, name: str) -> int | None:
     """A block device's size in bytes (`size` counts 512-byte sectors whatever the device)."""
-    sectors = HostFS("/").read_int(f"sys/class/block/{name}/size")
+    sectors = fs.read_int(f"sys/class/block/{name}/size")
     return None if sectors is None else sectors * 512
 
 
@@ -73,10 +75,11 @@ def devices_of_mount(mount: Mount, topology: Topology) -> tuple[str, ...]:
     return (mount.kname,)
 
 
-def readahead_bytes(names: tuple[str, ...], topology: Topology, path: Path | None = None) -> int:
+def readahead_bytes(
+    fs: HostFS, names: tuple[str, ...], topology: Topology, path: Path | None = None
+) -> int:
     """The largest readahead window in front of `names` (a partition uses its disk's queue;
     btrfs reads ahead through its own backing-device setting, DESIGN.md), in bytes."""
-    fs = HostFS("/")
     windows = [DEFAULT_READAHEAD_KB]
     for name in names:
         device = topology.block_device(name)

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from probes.host_root import live_host
 from tuner.errors import BadInput
 from tuner.state import ownership_problem
 from tuner.topology.model import Topology
@@ -33,10 +34,11 @@ def check_disposable(device: str, topology: Topology | None = None) -> None:
     number = block_number(device)
     if number is None:
         raise BadInput(f"{device}: not a block device")
-    name = kernel_name(number)
+    fs = live_host()
+    name = kernel_name(fs, number)
     if name is None:
         raise BadInput(f"{device}: no such device in /sys/dev/block")
-    topology = topology or live_storage()
+    topology = topology or live_storage(fs)
     reason = (
         _partitions(name, topology)
         or _mounted(name, topology)

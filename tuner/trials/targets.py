@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from probes.host_root import live_host
 from tuner.errors import BadInput
 from tuner.trials.blockdev import (
     block_number,
@@ -79,8 +80,9 @@ class TrialTarget:
         number = block_number(path)
         if number is None:
             raise BadInput(f"{path}: not a block device")
-        name = kernel_name(number)
-        size = device_bytes(name) if name is not None else None
+        fs = live_host()
+        name = kernel_name(fs, number)
+        size = device_bytes(fs, name) if name is not None else None
         if name is None or not size:
             raise BadInput(f"{path}: no such device or it is empty (size 0)")
         if destroy_data:
@@ -139,7 +141,7 @@ class TrialTarget:
 def _block_devices_under(where: Path) -> tuple[str, ...]:
     """The block devices under the file system holding `where`; BadInput when it has none
     (tmpfs, proc, NFS, FUSE): a trial there would measure memory, or nothing iotuner checks."""
-    topology = live_storage()
+    topology = live_storage(live_host())
     mount = mount_of_path(where, topology)
     devices = devices_of_mount(mount, topology) if mount is not None else ()
     if mount is None or not devices:

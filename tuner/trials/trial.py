@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from probes.host_root import live_host
 from tuner.errors import BadInput
 from tuner.rules.model import Workload
 from tuner.topology.model import Topology
@@ -120,7 +121,7 @@ def run_trial(
         run_fio(layout, timeout_s=timeout, what=target.path)
     buffered = is_buffered(options)
     limit, cached_share = _cache_share(cache, options, region)
-    topology = live_storage()
+    topology = live_storage(live_host())
     below = cached_below(target.devices, topology)
     lower = (below[1],) if below is not None else ()
     not_dropped = pagecache.prepare(buffered and drop_caches, target.directory or target.path)
@@ -256,7 +257,7 @@ def io_cap_share(
     """
     budget = cap_bytes
     if is_buffered(options) and not writes(options):
-        window = readahead_bytes(target.devices, topology, _path_for_bdi(target))
+        window = readahead_bytes(live_host(), target.devices, topology, _path_for_bdi(target))
         budget = max(cap_bytes - 4 * window, cap_bytes // 4)
     share = budget // numjobs(options)
     try:
@@ -394,7 +395,7 @@ def _rereads(
     if invalidates(options):
         return None
     ramp = sampler.between(sampler.times[0], start, target.devices)
-    window = readahead_bytes(target.devices, topology, _path_for_bdi(target))
+    window = readahead_bytes(live_host(), target.devices, topology, _path_for_bdi(target))
     return pagecache.wrapped(fio.read_bytes + ramp.read_bytes, window, region)
 
 

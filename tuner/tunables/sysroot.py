@@ -16,6 +16,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from probes.host_root import LIVE_ROOT
 from probes.hostfs import HostFS
 
 LinkLimits = Callable[[str], tuple[int | None, int | None]]
@@ -93,6 +94,12 @@ class SysRoot:
             os.write(fd, f"{text}\n".encode())
         finally:
             os.close(fd)
+
+
+def live_sysroot() -> SysRoot:
+    """The live machine's /sys and /proc, to read and write: what a live-only command builds
+    once at its boundary and passes down (probes.host_root.live_host is its read-only twin)."""
+    return SysRoot(LIVE_ROOT)
 
 
 def _unknown_limits(name: str) -> tuple[int | None, int | None]:

@@ -3,23 +3,18 @@
 
 from __future__ import annotations
 
-import sys
-import traceback
 from pathlib import Path
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.iotuner_guard import TunerImports
 
-try:
+IOTUNER = TunerImports()
+with IOTUNER:
     from tuner.apply import changeset
     from tuner.apply.render import render
     from tuner.errors import BadInput
     from tuner.plan import read_plan
     from tuner.state import state_dir
     from tuner.tunables.journal import Journal
-
-    IMPORT_ERROR = None
-except ImportError:  # reported by main(): iotuner is not installed for this interpreter
-    IMPORT_ERROR = traceback.format_exc()
 
 DOCUMENTATION = r"""
 module: iotuner_journal
@@ -115,7 +110,7 @@ def begin(module, journal):
 
 def main():
     """Begin, finish or undo a change set."""
-    module = AnsibleModule(
+    module = IOTUNER.module(
         argument_spec={
             "state": {
                 "type": "str",
@@ -136,12 +131,6 @@ def main():
         ],
         supports_check_mode=True,
     )
-    if IMPORT_ERROR is not None:
-        module.fail_json(
-            msg=f"iotuner is not installed for {sys.executable} (set ansible_python_interpreter "
-            "to the python that has it)",
-            exception=IMPORT_ERROR,
-        )
     params = module.params
     if module.check_mode:
         # Check mode writes nothing to the host, so there is nothing to journal or undo.

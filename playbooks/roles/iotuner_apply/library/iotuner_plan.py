@@ -4,22 +4,17 @@
 from __future__ import annotations
 
 import os
-import sys
-import traceback
 from pathlib import Path
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.iotuner_guard import TunerImports
 
-try:
+IOTUNER = TunerImports()
+with IOTUNER:
     from tuner.apply.render import render, rendered_document
     from tuner.errors import BadInput
     from tuner.plan import read_plan
     from tuner.tunables.access import Tunables, as_value, format_value
     from tuner.tunables.base import TunableError
-
-    IMPORT_ERROR = None
-except ImportError:  # reported by main(): iotuner is not installed for this interpreter
-    IMPORT_ERROR = traceback.format_exc()
 
 NL = b"\n"
 
@@ -175,7 +170,7 @@ def live_row(tunables, setting):
 
 def main():
     """Render the plan and return what the role applies."""
-    module = AnsibleModule(
+    module = IOTUNER.module(
         argument_spec={
             "plan": {"type": "str", "required": True},
             "conf_root": {"type": "str", "default": "/"},
@@ -183,12 +178,6 @@ def main():
         },
         supports_check_mode=True,
     )
-    if IMPORT_ERROR is not None:
-        module.fail_json(
-            msg=f"iotuner is not installed for {sys.executable} (set ansible_python_interpreter "
-            "to the python that has it)",
-            exception=IMPORT_ERROR,
-        )
     params = module.params
     try:
         plan = read_plan(Path(params["plan"]))

@@ -3,19 +3,14 @@
 
 from __future__ import annotations
 
-import sys
-import traceback
 from pathlib import Path
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.iotuner_guard import TunerImports, error_line
 
-try:
+IOTUNER = TunerImports()
+with IOTUNER:
     from tuner.tunables.access import Tunables, as_value, format_value, like_reading
     from tuner.tunables.base import TunableError
-
-    IMPORT_ERROR = None
-except ImportError:  # reported by main(): iotuner is not installed for this interpreter
-    IMPORT_ERROR = traceback.format_exc()
 
 DOCUMENTATION = r"""
 module: iotuner_readback
@@ -55,19 +50,13 @@ read:
 
 def main():
     """Read every setting back; fail on the first that moved."""
-    module = AnsibleModule(
+    module = IOTUNER.module(
         argument_spec={
             "settings": {"type": "list", "elements": "dict", "required": True},
             "root": {"type": "str", "default": "/"},
         },
         supports_check_mode=True,
     )
-    if IMPORT_ERROR is not None:
-        module.fail_json(
-            msg=f"iotuner is not installed for {sys.executable} (set ansible_python_interpreter "
-            "to the python that has it)",
-            exception=IMPORT_ERROR,
-        )
     tunables = Tunables(Path(module.params["root"]))
     read = []
     for item in module.params["settings"]:
@@ -77,7 +66,7 @@ def main():
             now = tunables.read(key, target)
             expected = like_reading(now, as_value(item.get("expected", item.get("value"))))
         except (TunableError, ValueError) as err:
-            module.fail_json(msg=str(err) if isinstance(err, TunableError) else f"{shown}: {err}")
+            module.fail_json(msg=error_line(shown, err))
         read.append(format_value(now))
         # In check mode nothing was written: what reads differently is what would change.
         if now != expected and not module.check_mode:

@@ -3,19 +3,14 @@
 
 from __future__ import annotations
 
-import sys
-import traceback
 from pathlib import Path
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.iotuner_guard import TunerImports, error_line
 
-try:
+IOTUNER = TunerImports()
+with IOTUNER:
     from tuner.tunables.access import Tunables, as_value, format_value, like_reading
     from tuner.tunables.base import TunableError
-
-    IMPORT_ERROR = None
-except ImportError:  # reported by main(): iotuner is not installed for this interpreter
-    IMPORT_ERROR = traceback.format_exc()
 
 DOCUMENTATION = r"""
 module: iotuner_tunable
@@ -71,7 +66,7 @@ after:
 
 def main():
     """Read, compare, write when different, read back."""
-    module = AnsibleModule(
+    module = IOTUNER.module(
         argument_spec={
             "key": {"type": "str", "required": True},
             "target": {"type": "str", "required": True},
@@ -81,12 +76,6 @@ def main():
         },
         supports_check_mode=True,
     )
-    if IMPORT_ERROR is not None:
-        module.fail_json(
-            msg=f"iotuner is not installed for {sys.executable} (set ansible_python_interpreter "
-            "to the python that has it)",
-            exception=IMPORT_ERROR,
-        )
     key, target = module.params["key"], module.params["target"]
     shown = f"{key} on {target}"
     tunables = Tunables(Path(module.params["root"]))
@@ -122,7 +111,7 @@ def main():
                         **result,
                     )
     except (TunableError, ValueError) as err:
-        module.fail_json(msg=str(err) if isinstance(err, TunableError) else f"{shown}: {err}")
+        module.fail_json(msg=error_line(shown, err))
     module.exit_json(**result)
 
 
