@@ -14,7 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = sorted(
     [*REPO.glob("tuner/**/*.py"), *REPO.glob("probes/**/*.py"),
-     *REPO.glob("playbooks/roles/**/*.py")]
+     *REPO.glob("playbooks/**/*.py")]
 )  # fmt: skip
 
 BANNED = [

@@ -34,7 +34,7 @@ options:
   root:
     description: Root to probe; C(/) is the live host, a directory or a C(.tar.xz) capture
       (C(iotuner probe --gather)) probes a copy.
-    type: path
+    type: str
     default: /
   devices:
     description: Block devices (kernel names or /dev paths) the fingerprint's storage part is
@@ -82,7 +82,7 @@ def main():
     """Probe, fingerprint, return both as facts; read-only, so check mode runs it too."""
     module = IOTUNER.module(
         argument_spec={
-            "root": {"type": "path", "default": "/"},
+            "root": {"type": "str", "default": "/"},
             "devices": {"type": "list", "elements": "str"},
         },
         supports_check_mode=True,

@@ -50,7 +50,7 @@ options:
     type: str
   dest:
     description: Where the plan goes on the managed host; parent directories are created (0700).
-    type: path
+    type: str
     required: true
 author: iotuner developers
 """
@@ -104,7 +104,7 @@ def main():
             "source_devices": {"type": "list", "elements": "str", "default": []},
             "devices": {"type": "list", "elements": "str", "default": []},
             "host": {"type": "str"},
-            "dest": {"type": "path", "required": True},
+            "dest": {"type": "str", "required": True},
         },
         supports_check_mode=True,
     )
