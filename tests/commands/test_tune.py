@@ -83,11 +83,14 @@ def _wait_for_changes(db: Path, child: subprocess.Popen[bytes], timeout: float =
     while time.monotonic() < end:
         assert child.poll() is None, "the tune ended before it changed anything"
         if db.exists():
-            with sqlite3.connect(db) as con:
-                rows = con.execute(
-                    "SELECT COUNT(*) FROM changes"
-                    " WHERE restored_at IS NULL AND written_at IS NOT NULL"
-                ).fetchone()
+            try:
+                with sqlite3.connect(db) as con:
+                    rows = con.execute(
+                        "SELECT COUNT(*) FROM changes"
+                        " WHERE restored_at IS NULL AND written_at IS NOT NULL"
+                    ).fetchone()
+            except sqlite3.OperationalError:
+                rows = None  # the file exists before the journal has made its tables
             if rows and rows[0]:
                 time.sleep(0.5)
                 return
