@@ -20,7 +20,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from probes.hostfs import HostFS, valid_ifname
+from probes.hostfs import HostFS, digits, valid_ifname
 
 LinkLimits = Callable[[str], tuple[int | None, int | None]]
 """An interface name -> (min_mtu, max_mtu), either None where unknown."""
@@ -82,7 +82,7 @@ class SysRoot:
             len(argv) != 5
             or argv[3] not in WRITE_COMMANDS.get((argv[0], argv[1]), frozenset())
             or not valid_ifname(argv[2])
-            or not (argv[4].isascii() and argv[4].isdigit())
+            or not digits(argv[4])
         ):
             raise CommandFailed(f"not an allowed command: {' '.join(argv)[:80]!r}")
         shown = " ".join(argv)
