@@ -2,6 +2,8 @@
 
 Like hwloc-gather-topology, but the capture holds exactly the files, directories and links the
 probes touched on this run, so it stays small (a few hundred kB) and replays to the same topology.
+The output of the commands read on a live host (`ethtool -g eth0`) goes where sos report puts
+it (`sos_commands/networking/ethtool_-g_eth0`), where HostFS.command reads it back.
 """
 
 from __future__ import annotations
@@ -31,8 +33,24 @@ def write_capture(fs: HostFS, out: Path, top: str) -> int:
             if info is not None:
                 tar.addfile(info, io.BytesIO(data) if data is not None else None)
                 count += 1
+        made = set(fs.touched)
+        for rel, output in sorted(fs.outputs.items()):
+            for parent in _parents(rel):
+                if parent not in made:
+                    made.add(parent)
+                    tar.addfile(_info(f"{top}/{parent}", tarfile.DIRTYPE, now))
+            info = _info(f"{top}/{rel}", tarfile.REGTYPE, now)
+            info.size = len(output)
+            tar.addfile(info, io.BytesIO(output))
+            count += 1
     os.replace(tmp, out)
     return count
+
+
+def _parents(rel: str) -> list[str]:
+    """ "a/b/c" -> ["a", "a/b"]: the directories a member needs before it."""
+    parts = rel.split("/")[:-1]
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
 def _capture_one(path: Path, name: str, now: float) -> tuple[tarfile.TarInfo | None, bytes | None]:

@@ -12,6 +12,11 @@ path that was touched is remembered so `--gather` can capture exactly what the p
 A captured tree is hostile input (docs/security.md): only regular files are read (a FIFO
 would block forever), never more than MAX_FILE_BYTES of one, integers are ASCII digits within
 the caller's plausible range, and CPU lists and masks stop at MAX_CPUS.
+
+Some state is only shown by a command (a NIC's rings: `ethtool -g`). `command` runs the few
+read-only commands of READ_COMMANDS on the live host and remembers their output, which `--gather`
+stores where sos report does (`sos_commands/networking/ethtool_-g_eth0`); on any other root it
+reads that file instead, with the bounds of any captured file.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from __future__ import annotations
 import errno
 import os
 import re
+import shutil
 import stat
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -39,6 +46,37 @@ _CPU_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+)/([0-9]+))?)?")
 _MASK_WORD = re.compile(r"[0-9a-fA-F]{1,16}")
 T = TypeVar("T")
 
+READ_COMMANDS: dict[str, frozenset[str]] = {"ethtool": frozenset({"-g", "-c"})}
+"""The commands `HostFS.command` runs, and their only allowed option: each reads, none writes."""
+COMMAND_TIMEOUT = 5.0
+"""Seconds a read command may take: ethtool answers in milliseconds unless a driver hangs."""
+MAX_COMMAND_BYTES = 1 << 20
+"""The most a command's output may hold: `ethtool -c` prints under 1 KB."""
+CAPTURED_COMMANDS = "sos_commands/networking"
+"""Where a capture keeps command output: sos report's directory, so its archives replay too."""
+_IFNAME_BAD = frozenset("/: \t\n\r\x0b\x0c")
+
+
+def valid_ifname(name: object) -> bool:
+    """True for a name the kernel could give an interface (net/core/dev.c dev_valid_name: 1 to
+    15 bytes, not "." or "..", no "/", ":" or white space), printable ASCII and not starting
+    with "-" (it is a command's argument): anything else is refused before a command runs."""
+    return (
+        isinstance(name, str)
+        and 0 < len(name) <= 15
+        and name not in (".", "..")
+        and name.isascii()
+        and name.isprintable()
+        and not name.startswith("-")
+        and not _IFNAME_BAD.intersection(name)
+    )
+
+
+def command_capture_path(argv: tuple[str, ...]) -> str:
+    """Where a capture holds `argv`'s output: ("ethtool", "-g", "eth0") ->
+    "sos_commands/networking/ethtool_-g_eth0", as sos report names it."""
+    return f"{CAPTURED_COMMANDS}/{'_'.join(argv)}"
+
 
 class NotRegularFile(OSError):
     """A FIFO, socket or device where a kernel attribute file should be."""
@@ -54,6 +92,7 @@ class HostFS:
         self.touched: set[str] = set()
         self._real: dict[str, str | None] = {}  # resolved prefixes, see _step
         self._whole: dict[str, str | None] = {}  # resolved paths as callers spelled them
+        self.outputs: dict[str, bytes] = {}  # command outputs by capture path, see command()
 
     @property
     def is_live(self) -> bool:
@@ -237,6 +276,33 @@ class HostFS:
         finally:
             os.close(fd)
 
+    # -- commands ----------------------------------------------------------------------------
+
+    def command(self, argv: tuple[str, ...]) -> str | None:
+        """The output of one read-only command of READ_COMMANDS (stdout and stderr together,
+        as sos report keeps them, so a driver's "Operation not supported" travels with it).
+
+        Live: the command runs (no shell, COMMAND_TIMEOUT, at most MAX_COMMAND_BYTES) once per
+        reader and its output is remembered for `--gather`. Elsewhere: the captured file is
+        read like any other. None when the command is missing, times out, says nothing or was
+        not captured. ValueError for a command or option outside the allow-list (a caller's
+        bug); an interface name the kernel could not have given is refused with None.
+        """
+        if len(argv) != 3 or argv[1] not in READ_COMMANDS.get(argv[0], frozenset()):
+            raise ValueError(f"not an allowed read command: {' '.join(argv)[:80]!r}")
+        if not valid_ifname(argv[2]):
+            self.warn(f"{argv[0]} {argv[1]}: {argv[2]!r} is not an interface name; not run")
+            return None
+        rel = command_capture_path(argv)
+        if not self.is_live:
+            return self.read(rel)
+        if rel not in self.outputs:
+            data = _run_read(argv)
+            if data is None:
+                return None
+            self.outputs[rel] = data
+        return self.outputs[rel].decode("utf-8", errors="replace").strip(_BLANK) or None
+
     def read_int(
         self,
         rel: str,
@@ -268,6 +334,29 @@ class HostFS:
         """A file's non-empty lines; empty when the file is missing."""
         text = self.read(rel, expected=expected)
         return [line for line in (text or "").splitlines() if line.strip()]
+
+
+def _run_read(argv: tuple[str, ...]) -> bytes | None:
+    """Run an allowed read command on the live host; its output, or None."""
+    program = shutil.which(argv[0])
+    if program is None:
+        return None
+    try:
+        done = subprocess.run(
+            [program, *argv[1:]],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            timeout=COMMAND_TIMEOUT,
+            env={"LC_ALL": "C", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    out = done.stdout
+    if not out or len(out) > MAX_COMMAND_BYTES:
+        return None
+    return out
 
 
 def _quote(text: str, limit: int = 40) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tests.facts.model import ETHERNET, Host, link
 from tuner.facts import FactOptions, collect
+from tuner.facts.catalog import NIC_SETTING_FACTS
 from tuner.facts.network import bdp_bytes
 from tuner.topology.model import NetDevice
 
@@ -30,4 +31,6 @@ def test_nic_facts_and_virtual_interfaces_left_out() -> None:
         "pci_address": "0000:81:00.0",
         "numa_node": 1,
         "rx_queues": None,
+        # What only the NIC tunables read: None on a topology not observed by them.
+        **dict.fromkeys(NIC_SETTING_FACTS),
     }

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from probes.host import probe_host
 from probes.hostfs import HostFS
 from tests.fixtures.scenarios import SCENARIOS, build_scenario
 from tuner.facts import collect
@@ -18,6 +17,7 @@ from tuner.rules.engine import evaluate
 from tuner.rules.lessons import LESSONS
 from tuner.rules.loader import load_rules
 from tuner.rules.model import FixtureRef, Rule, RuleBase
+from tuner.tunables.observe import probe_with_settings
 from tuner.tunables.registry import TUNABLES
 
 BASE = load_rules(rules_dir())
@@ -33,7 +33,7 @@ def targets_of(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unt
             root = tmp_path_factory.mktemp(name)
             scenario = build_scenario(name, root)
             options = FactOptions(link_gbps=scenario.link_gbps, rtt_ms=scenario.rtt_ms)
-            cache[name] = (collect(probe_host(HostFS(root)), options), scenario.workload)
+            cache[name] = (collect(probe_with_settings(HostFS(root)), options), scenario.workload)
         return cache[name]
 
     return get

@@ -5,6 +5,8 @@ Every tunable runs on it exactly as on the live host; writes land in these files
 
 from __future__ import annotations
 
+from probes.hostfs import command_capture_path
+from tests.ethtool_fixtures import captured
 from tests.sysfs_tree import SysTree
 
 QUEUE: dict[str, str | int] = {
@@ -46,7 +48,11 @@ def build_host(tree: SysTree, *, cpufreq: bool = True) -> SysTree:
     tree.file("sys/block/sda/mq/0/nr_tags", 64).file("sys/block/sda/mq/1/nr_tags", 32)
     for rel, value in SYSCTLS.items():
         tree.file(f"proc/sys/{rel}", value)
-    tree.file("sys/class/net/eth0/mtu", 1500)
+    tree.file("sys/class/net/eth0/mtu", 1500).file("sys/class/net/eth0/tx_queue_len", 1000)
+    # eth0's rings and coalescing as this VM's virtio_net shows them (tests/fixtures/ethtool).
+    for option in ("g", "c"):
+        tree.file(command_capture_path(("ethtool", f"-{option}", "eth0")),
+                  captured(f"virtio_net-{option}").rstrip("\n"))  # fmt: skip
     tree.file("sys/devices/system/cpu/online", "0-3")
     for cpu in range(4):
         tree.file(f"proc/irq/{40 + cpu}/smp_affinity_list", "0-3")

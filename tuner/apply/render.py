@@ -115,6 +115,8 @@ def render(
             expected = tunables.expected(entry.key, target, value)
             if TUNABLES[entry.key].persist == "udev":
                 identities.setdefault(target, identify(root, target))
+                # Refused here, one line, when the rule cannot be written (ethtool missing).
+                IMPLEMENTATIONS[entry.key].udev_assignment(value)
         except TunableError as err:
             raise bad(_why(str(err), entry.key, target)) from None
         except BadInput as err:

@@ -11,7 +11,6 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from probes.host import probe_host
 from probes.host_root import open_root
 from probes.hostfs import HostFS
 from tuner.arguments import number_value, path_value
@@ -30,6 +29,7 @@ from tuner.rules.view import (
     unevaluated,
 )
 from tuner.topology.model import Machine
+from tuner.tunables.observe import probe_with_settings
 
 # The papers study sequential I/O and the tune's main job streams reads: advice for one workload
 # at a time, because advice for different workloads contradicts itself (readahead up or down).
@@ -90,7 +90,7 @@ def advise(
         raise BadInput(f"--plan-out {plan_out}: is a directory; name the plan file to write")
     with ExitStack() as stack:
         fs = HostFS(open_root(root, stack))
-        topology = probe_host(fs)
+        topology = probe_with_settings(fs)
     targets = collect(topology, FactOptions(link_gbps=link_gbps, rtt_ms=rtt_ms, live=fs.is_live))
     result = evaluate(base, targets, workload)
     host = next((m.name for m in topology.of_type(Machine)), "host")

@@ -14,7 +14,6 @@ from rich.console import Console
 from rich.text import Text
 
 from probes.gather import write_capture
-from probes.host import probe_host
 from probes.host_root import open_root
 from probes.hostfs import HostFS
 from tuner.arguments import path_value
@@ -23,6 +22,7 @@ from tuner.probe_warnings import summarise
 from tuner.topology.document import to_document
 from tuner.topology.model import Topology
 from tuner.topology.view import render_topology
+from tuner.tunables.observe import probe_with_settings
 
 
 class Section(StrEnum):
@@ -72,7 +72,7 @@ def probe(
     """
     with ExitStack() as stack:
         fs = HostFS(open_root(root, stack))
-        topology = probe_host(fs)
+        topology = probe_with_settings(fs)
         if gather is not None:
             _gather(fs, topology, gather)
             return

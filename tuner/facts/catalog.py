@@ -10,6 +10,24 @@ Every target also has `name` (what the finding's target column shows).
 
 from __future__ import annotations
 
+from tuner.tunables.ethtool import EthtoolSetting
+from tuner.tunables.table import IMPLEMENTATIONS
+
+NIC_SETTING_FACTS: dict[str, str] = {
+    fact: meaning
+    for impl in IMPLEMENTATIONS.values()
+    if impl.scope == "nic"
+    for fact, meaning in impl.facts.items()
+}
+"""The facts the nic-scope tunables report themselves (`Tunable.facts`: ring sizes, coalescing,
+tx_queue_len), read by tuner/tunables/observe.py onto the topology."""
+_ETHTOOL_FACTS = tuple(
+    fact
+    for impl in IMPLEMENTATIONS.values()
+    if isinstance(impl, EthtoolSetting)
+    for fact in impl.facts
+)
+
 FACTS: dict[str, dict[str, str]] = {
     "host": {
         "name": "host name",
@@ -170,6 +188,7 @@ FACTS: dict[str, dict[str, str]] = {
         "pci_address": "its PCI function",
         "numa_node": "its NUMA node",
         "rx_queues": "receive queues",
+        **NIC_SETTING_FACTS,
     },
 }
 
@@ -208,6 +227,11 @@ UNKNOWN_HINTS: dict[str, str] = {
     "misalignment_bytes": "applies only to partitions of striped arrays (md, btrfs)",
     "chunk_bytes": "applies only to striped arrays (md, btrfs)",
     "governor": "needs cpufreq in sysfs (many virtual machines have none)",
+    **dict.fromkeys(
+        _ETHTOOL_FACTS,
+        "needs ethtool's output for the interface (the host with ethtool installed, or a "
+        "capture from `iotuner probe --gather`) and a driver that reports it",
+    ),
 }
 
 

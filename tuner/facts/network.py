@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tuner.facts.catalog import NIC_SETTING_FACTS
 from tuner.facts.index import TopologyIndex
 from tuner.facts.target import Target
 from tuner.topology.model import NetDevice
@@ -19,9 +20,12 @@ def bdp_bytes(link_gbps: float | None, rtt_ms: float | None) -> int | None:
 
 
 def nic_facts(ix: TopologyIndex, nic: NetDevice) -> dict[str, object]:
-    """The catalogue's facts of one physical interface."""
+    """The catalogue's facts of one physical interface; a setting's fact is None where its
+    tunable could not read it (no ethtool output, n/a)."""
     fn = ix.topology.pci_function_of(nic.id)
+    settings = dict(nic.settings)
     return {
+        **{fact: settings.get(fact) for fact in NIC_SETTING_FACTS},
         "name": nic.name,
         "speed_mbps": nic.speed_mbps,
         "mtu": nic.mtu,

@@ -11,7 +11,6 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from probes.host import probe_host
 from probes.host_root import open_root
 from probes.hostfs import HostFS
 from tuner.facts import collect
@@ -23,6 +22,7 @@ from tuner.results import MEASURED_ON, load_result
 from tuner.rules.engine import evaluate
 from tuner.rules.installed import check_workload, load_rule_base
 from tuner.topology.model import Machine
+from tuner.tunables.observe import probe_with_settings
 
 
 def gather(root: Path, workload: str) -> ReportInputs:
@@ -31,7 +31,7 @@ def gather(root: Path, workload: str) -> ReportInputs:
     check_workload(base, workload)
     with ExitStack() as stack:
         fs = HostFS(open_root(root, stack))
-        topology = probe_host(fs)
+        topology = probe_with_settings(fs)
     targets = collect(topology, FactOptions(live=fs.is_live))
     findings = evaluate(base, targets, workload).findings
     host = next((m.name for m in topology.of_type(Machine)), "host")

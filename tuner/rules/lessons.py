@@ -23,6 +23,7 @@ LESSONS: dict[str, str] = {
     "tcp-buffers": "socket buffers below the bandwidth-delay product",
     "tcp-congestion": "congestion control unsuited to long fat pipes",
     "jumbo-frames": "MTU 1500 on a fast path where 9000 would cut CPU cost",
+    "nic-ring-size": "NIC receive ring too small for a fast link: frames dropped in the host",
     "dirty-writeback": "dirty page thresholds that stall or starve streaming writes",
     "cpu-frequency": "power-saving CPU governor on an I/O server",
 }

@@ -162,4 +162,5 @@ def _net_row(topology: Topology, nic: NetDevice) -> dict[str, Any]:
         "tx_queues": nic.tx_queues,
         "virtual": nic.virtual,
         "numa_node": topology.numa_node_of(nic.id),
+        "settings": dict(nic.settings),
     }

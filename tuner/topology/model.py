@@ -266,6 +266,9 @@ class NetDevice(Node):
     address: str | None = None
     operstate: str | None = None
     virtual: bool = False
+    settings: tuple[tuple[str, int], ...] = ()
+    """Facts only the tunables read (ring sizes, coalescing: tuner/tunables/observe.py), as
+    (fact, value) pairs; empty until that step ran."""
 
 
 @dataclass(frozen=True)

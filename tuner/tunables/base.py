@@ -37,11 +37,20 @@ _NAME = re.compile(r"[A-Za-z0-9_.:,+ -]{1,4096}")
 class KernelRead:
     """One kernel file `iotuner verify` reads for a setting: its path as the host names it,
     how what it holds is normalised (int, scheduler, name, triple or cpulist) and what it
-    should hold."""
+    should hold.
+
+    A setting only a command shows (a NIC's ring, `ethtool -g eth0`) gives the command
+    instead of a file: `path` is then how it is shown ("ethtool -g eth0"), `command` its
+    arguments, and `field` the "Name:" line whose value is compared, the first after the line
+    `section` when one is given ("Current hardware settings:"). `kind` is then "int".
+    """
 
     path: str
     kind: str
     expected: Value
+    command: tuple[str, ...] = ()
+    section: str = ""
+    field: str = ""
 
 
 class TunableError(IotunerError):
@@ -87,6 +96,10 @@ class Tunable:
     """How verify normalises the kernel file before comparing (KernelRead.kind)."""
     current_fact: ClassVar[str | None] = None
     """The fact (tuner/facts) that reports the current value to the rules, if one does."""
+    facts: ClassVar[dict[str, str]] = {}
+    """Facts this tunable reports itself (`observe`), with their meaning for the catalogue
+    (tuner/facts/catalog.py): a setting no probe reads, such as a NIC's ring size. Empty when
+    a probe reports the current value (nic.mtu's "mtu")."""
 
     def target_name(self, target: str) -> str:
         """The target as this tunable names it (a block device without /dev/, say)."""
@@ -107,6 +120,13 @@ class Tunable:
     def expected(self, sys: SysRoot, target: str, value: Value) -> Value:
         """What reading back should give after writing `value` (a policy resolves to a layout)."""
         return value
+
+    def observe(self, sys: SysRoot, target: str) -> tuple[tuple[str, Value], ...]:
+        """The values of `facts` on `target`, as (fact, value) pairs: by default the current
+        value under `current_fact`. TunableError when they cannot be read here."""
+        if not self.facts or self.current_fact is None:
+            return ()
+        return ((self.current_fact, self.read(sys, target)),)
 
     def dimension(self, sys: SysRoot, target: str, context: SpaceContext) -> Dimension | None:
         """What a tune may try for this key on `target`, its bounds read from the host below

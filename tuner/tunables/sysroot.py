@@ -4,6 +4,10 @@ On the live host the root is `/`; in tests it is a writable fixture tree with th
 so every tunable runs unchanged on both. Reads go through `probes.hostfs.HostFS` (symbolic links
 followed inside the root, absolute targets re-rooted); writes resolve their directory the same
 way and then write the leaf in one `write(2)`, as the kernel's attribute files expect.
+
+What only a command shows or changes (a NIC's rings and coalescing, `ethtool -g` / `-G`) goes
+the same way: `command` reads through HostFS (run live, or the captured output elsewhere), and
+`run` changes it, on the live host only.
 """
 
 from __future__ import annotations
@@ -17,17 +21,38 @@ from collections.abc import Callable
 from pathlib import Path
 
 from probes.host_root import LIVE_ROOT
-from probes.hostfs import HostFS
+from probes.hostfs import HostFS, digits, valid_ifname
 
 LinkLimits = Callable[[str], tuple[int | None, int | None]]
 """An interface name -> (min_mtu, max_mtu), either None where unknown."""
+
+WRITE_COMMANDS: dict[tuple[str, str], frozenset[str]] = {
+    ("ethtool", "-G"): frozenset({"rx", "tx"}),
+    ("ethtool", "-C"): frozenset({"rx-usecs", "tx-usecs"}),
+}
+"""The commands `SysRoot.run` runs, with the fields each may set: `ethtool -G IFACE rx N`."""
+WRITE_TIMEOUT = 30.0
+"""Seconds a write command may take: a ring change resets the NIC's queues, and some drivers
+(mlx5, ice) take seconds to bring them back."""
+
+
+class CommandFailed(OSError):
+    """A write command refused, failed, or not run here; its message says why in one line."""
 
 
 class SysRoot:
     """Read and write attribute files below `root` ("sys/block/sda/queue/scheduler")."""
 
-    def __init__(self, root: str | Path = Path("/"), *, link_limits: LinkLimits | None = None):
+    def __init__(
+        self,
+        root: str | Path = Path("/"),
+        *,
+        link_limits: LinkLimits | None = None,
+        reader: HostFS | None = None,
+    ):
         self.root = Path(root)
+        # A probe passes its own reader, so what the tunables read is in its capture.
+        self._reader = reader
         self._root_str = str(self.root).rstrip("/")
         self.is_live = self.root.resolve() == Path("/")
         # sysfs keeps the MTU limits of an interface to itself; netlink has them. A fixture
@@ -38,8 +63,52 @@ class SysRoot:
 
     def fs(self) -> HostFS:
         """A fresh reader: HostFS caches path resolution, and a write or a new device may
-        change what a path resolves to, so nothing is carried over between operations."""
-        return HostFS(self.root)
+        change what a path resolves to, so nothing is carried over between operations. A
+        SysRoot made over a probe's reader (read-only use) shares that one instead."""
+        return self._reader if self._reader is not None else HostFS(self.root)
+
+    def command(self, argv: tuple[str, ...]) -> str | None:
+        """A read command's output (`ethtool -g eth0`): run on the live host, the captured
+        output below any other root; None when it cannot be had (HostFS.command)."""
+        return self.fs().command(argv)
+
+    def run(self, argv: tuple[str, ...]) -> None:
+        """Run one write command of WRITE_COMMANDS (`ethtool -G eth0 rx 4096`), live only.
+
+        CommandFailed, one line, when the command is not allowed, the root is not the live
+        host, the program is missing, it times out or exits non-zero (its first line of
+        output says why: "Operation not supported", "Invalid argument").
+        """
+        if (
+            len(argv) != 5
+            or argv[3] not in WRITE_COMMANDS.get((argv[0], argv[1]), frozenset())
+            or not valid_ifname(argv[2])
+            or not digits(argv[4])
+        ):
+            raise CommandFailed(f"not an allowed command: {' '.join(argv)[:80]!r}")
+        shown = " ".join(argv)
+        if not self.is_live:
+            raise CommandFailed(f"{shown}: commands run on the live host only")
+        program = shutil.which(argv[0])
+        if program is None:
+            raise CommandFailed(f"{shown}: {argv[0]} is not installed")
+        try:
+            done = subprocess.run(
+                [program, *argv[1:]],
+                capture_output=True,
+                stdin=subprocess.DEVNULL,
+                timeout=WRITE_TIMEOUT,
+                env={"LC_ALL": "C", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise CommandFailed(f"{shown}: no answer in {WRITE_TIMEOUT:.0f} s") from None
+        except OSError as err:
+            raise CommandFailed(f"{shown}: {err.strerror}") from None
+        if done.returncode != 0:
+            said = (done.stderr or done.stdout).decode("utf-8", errors="replace").strip()
+            first = said.splitlines()[-1][:120] if said else f"exit status {done.returncode}"
+            raise CommandFailed(f"{shown}: {first}")
 
     def read(self, rel: str) -> str | None:
         """An attribute's text, stripped; None when it is missing or unreadable."""

@@ -12,11 +12,23 @@ from tuner.tunables.block import BLOCK_TUNABLES
 from tuner.tunables.cpu import CPU_TUNABLES
 from tuner.tunables.irq import IRQ_TUNABLES
 from tuner.tunables.nic import NIC_TUNABLES
+from tuner.tunables.nic_coalesce import NIC_COALESCE_TUNABLES
+from tuner.tunables.nic_ring import NIC_RING_TUNABLES
+from tuner.tunables.nic_txqueuelen import NIC_TXQUEUELEN_TUNABLES
 from tuner.tunables.sysctl import SYSCTL_TUNABLES
 
 IMPLEMENTATIONS: dict[str, Tunable] = {
     t.key: t
-    for t in (*BLOCK_TUNABLES, *SYSCTL_TUNABLES, *NIC_TUNABLES, *IRQ_TUNABLES, *CPU_TUNABLES)
+    for t in (
+        *BLOCK_TUNABLES,
+        *SYSCTL_TUNABLES,
+        *NIC_TUNABLES,
+        *NIC_RING_TUNABLES,
+        *NIC_COALESCE_TUNABLES,
+        *NIC_TXQUEUELEN_TUNABLES,
+        *IRQ_TUNABLES,
+        *CPU_TUNABLES,
+    )
 }
 
 APPLY_ORDER = ("block.scheduler", "block.max_sectors_kb")

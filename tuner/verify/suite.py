@@ -107,7 +107,16 @@ def suite_source(all_checks: tuple[Check, ...], *, title: str = "a plan") -> str
 
 
 def _reads_literal(reads: tuple[KernelRead, ...]) -> str:
-    return "[" + ", ".join(f"({r.path!r}, {r.kind!r}, {r.expected!r})" for r in reads) + "]"
+    return "[" + ", ".join(_read_literal(r) for r in reads) + "]"
+
+
+def _read_literal(r: KernelRead) -> str:
+    """A file read as (path, kind, expected); a command read adds its argv, section, field."""
+    if r.command:
+        return (
+            f"({r.path!r}, {r.kind!r}, {r.expected!r}, {r.command!r}, {r.section!r}, {r.field!r})"
+        )
+    return f"({r.path!r}, {r.kind!r}, {r.expected!r})"
 
 
 # The generated module. Kept free of iotuner imports so it runs wherever pytest-testinfra does;
@@ -159,6 +168,17 @@ def _normalise(kind, text):
     return text
 
 
+def _field(text, section, field):
+    """The value on the first "FIELD:" line of a command's output after the line SECTION."""
+    inside = not section
+    for line in text.splitlines():
+        if line.strip() == section:
+            inside = True
+        elif inside and line.partition(":")[0].strip() == field:
+            return line.partition(":")[2]
+    raise ValueError(field)
+
+
 def _shown(value):
     if isinstance(value, tuple):
         return " ".join(map(str, value))
@@ -184,7 +204,21 @@ def test_live(host, record_property, check, title, reads):
     record_property("check", check)
     record_property("host", host.backend.get_pytest_id())
     wrong = []
-    for path, kind, expected in reads:
+    for path, kind, expected, *how in reads:
+        if how:  # a setting only a command shows: `ethtool -g eth0`, one field of its output
+            command, section, field = how
+            run = host.run(" ".join(["%s"] * len(command)), *command)
+            if run.rc != 0:
+                wrong.append(f"{path} failed: {(run.stdout + run.stderr).strip()[:80]}")
+                continue
+            try:
+                got = _normalise(kind, _field(run.stdout, section, field))
+            except ValueError:
+                wrong.append(f"{path} shows no {field} value")
+                continue
+            if got != expected:
+                wrong.append(f"{path} shows {field} {_shown(got)}, expected {_shown(expected)}")
+            continue
         found = host.file(path)
         if not found.exists:
             wrong.append(f"{path} is missing")
