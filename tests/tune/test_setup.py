@@ -13,6 +13,7 @@ from tuner.rules.installed import load_rule_base
 from tuner.rules.model import Workload
 from tuner.search.space import APP, HOST, Point, SearchSpace, app_dimensions, space_for
 from tuner.tunables.access import Tunables
+from tuner.tunables.sysroot import SysRoot
 from tuner.tune.setup import (
     current_point,
     dirtyable_bytes,
@@ -110,7 +111,7 @@ def test_a_device_read_directly_gets_the_readahead_rule(tmp_path: Path) -> None:
     topology = probe_host(HostFS(tmp_path))
     queue = topology.block_device("sda").queue
     assert queue is not None and queue.read_ahead_kb == 128
-    space = space_for({"sda": queue}, keys=["block.read_ahead_kb"])
+    space = space_for(SysRoot(tmp_path), {"device": ["sda"]}, keys=["block.read_ahead_kb"])
     current = {("block.read_ahead_kb", "sda"): 128}
     found = load_rule_base().workload("stream-read")
     assert found is not None
