@@ -127,9 +127,8 @@ def bounded(space: SearchSpace, findings: tuple[Finding, ...], baseline: Point) 
 
 def _cut(dim: Dimension, low: object, high: object, current: Value | None) -> Dimension:
     """`dim` within [low, high] and holding `current`; `dim` unchanged when they do not meet."""
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)):
+    if not isinstance(low, int) or not isinstance(high, int) or bool in (type(low), type(high)):
         return dim
-    assert isinstance(low, int) and isinstance(high, int)
     new_low, new_high = max(dim.low, low), min(dim.high, high)
     if new_low > new_high:
         return dim
