@@ -4,37 +4,58 @@ from __future__ import annotations
 
 import pytest
 
+from tests.sysfs_tree import SysTree
 from tuner.search.encoding import from_x, skopt_space, to_x
 from tuner.search.space import (
     APP,
     HOST,
     Dimension,
     SearchSpace,
+    SpaceContext,
     point_key,
     space_for,
 )
-from tuner.topology.model import QueueSettings, VmSettings
+from tuner.tunables.sysroot import SysRoot
 
-LOOP = QueueSettings(
-    read_ahead_kb=128,
-    scheduler="none",
-    schedulers=("none", "mq-deadline"),
-    nr_requests=128,
-    max_sectors_kb=1280,
-    max_hw_sectors_kb=1280,
-)
+LOOP: dict[str, str | int] = {
+    "read_ahead_kb": 128,
+    "scheduler": "[none] mq-deadline",
+    "nr_requests": 128,
+    "max_sectors_kb": 1280,
+    "max_hw_sectors_kb": 1280,
+}
 GIB, MIB = 1 << 30, 1 << 20
 DIRTYABLE = 10 * GIB
-# The thresholds in use as bytes (tune_space turns the ratios 20 and 10 into these).
-VM = VmSettings(dirty_bytes=2 * GIB, dirty_background_bytes=GIB)
+# The thresholds in use: 1 GiB and 2 GiB (what the ratios 10 and 20 are of DIRTYABLE).
+VM: dict[str, str | int] = {"dirty_background_bytes": GIB, "dirty_bytes": 2 * GIB,
+                            "dirty_background_ratio": 0, "dirty_ratio": 0}  # fmt: skip
+BOTH = {"device": ["loop3"], "host": [HOST]}
+CONTEXT = SpaceContext(dirtyable=DIRTYABLE)
+
+
+@pytest.fixture
+def sys(tree: SysTree) -> SysRoot:
+    """A host with loop3 (a loop device's queue) and the dirty thresholds in bytes."""
+    tree.files("sys/block/loop3/queue", LOOP)
+    tree.files("proc/sys/vm", VM)
+    return SysRoot(tree.root)
 
 
 def dims_by_key(space: SearchSpace) -> dict[str, Dimension]:
     return {d.key: d for d in space.dimensions}
 
 
-def test_space_for_a_loop_device_and_the_host() -> None:
-    space = space_for({"loop3": LOOP}, VM, dirtyable=DIRTYABLE)
+def test_space_for_a_loop_device_and_the_host(sys: SysRoot) -> None:
+    space = space_for(sys, BOTH, context=CONTEXT)
+    # The registry's order, the order a seeded search draws in.
+    assert space.names() == [
+        ("block.read_ahead_kb", "loop3"),
+        ("block.nr_requests", "loop3"),
+        ("block.max_sectors_kb", "loop3"),
+        ("block.scheduler", "loop3"),
+        ("vm.dirty_background_bytes", HOST),
+        ("vm.dirty_bytes", HOST),
+    ]
     dims = dims_by_key(space)
     ra = dims["block.read_ahead_kb"]
     assert (ra.target, ra.low, ra.high, ra.log, ra.step) == ("loop3", 128, 65536, True, 4)
@@ -46,8 +67,8 @@ def test_space_for_a_loop_device_and_the_host() -> None:
     assert space.none_depth == {"loop3": 128}
 
 
-def test_dirty_thresholds_are_bytes_on_log_scales_sized_by_memory() -> None:
-    dims = dims_by_key(space_for({}, VM, dirtyable=DIRTYABLE))
+def test_dirty_thresholds_are_bytes_on_log_scales_sized_by_memory(sys: SysRoot) -> None:
+    dims = dims_by_key(space_for(sys, {"host": [HOST]}, context=CONTEXT))
     bg, dirty = dims["vm.dirty_background_bytes"], dims["vm.dirty_bytes"]
     assert bg.log and dirty.log and bg.step == dirty.step == MIB
     # Far below 1 % of memory (100 MiB here), up to the old ratio domains' 50 % and 80 %.
@@ -55,18 +76,20 @@ def test_dirty_thresholds_are_bytes_on_log_scales_sized_by_memory() -> None:
     assert (dirty.low, dirty.high) == (16 * MIB, 8 * GIB)
     assert bg.snap(16 * MIB + 12345) == 16 * MIB
     # Without the host's dirtyable memory there is nothing to size them by: left out.
-    assert "vm.dirty_bytes" not in dims_by_key(space_for({}, VM))
+    assert "vm.dirty_bytes" not in dims_by_key(space_for(sys, {"host": [HOST]}))
 
 
-def test_nr_requests_stays_under_the_hardware_depth_when_none_is_the_only_scheduler() -> None:
-    queue = QueueSettings(scheduler="none", schedulers=("none",), nr_requests=64)
-    dims = dims_by_key(space_for({"nvme0n1": queue}, keys=["block.nr_requests"]))
-    assert "block.scheduler" not in dims  # one choice is nothing to search
-    assert dims["block.nr_requests"].high == 64
+def test_the_workloads_direction_decides_readahead_and_writeback(sys: SysRoot) -> None:
+    writer = space_for(sys, BOTH, context=SpaceContext(dirtyable=DIRTYABLE, reads=False))
+    reader = space_for(sys, BOTH, context=SpaceContext(dirtyable=DIRTYABLE, writes=False))
+    assert "block.read_ahead_kb" not in dims_by_key(writer)
+    assert "vm.dirty_bytes" in dims_by_key(writer)
+    assert "block.read_ahead_kb" in dims_by_key(reader)
+    assert not [d for d in reader.dimensions if d.target == HOST]
 
 
-def test_app_params_and_a_chosen_subset_of_keys() -> None:
-    space = space_for({"loop3": LOOP}, keys=["block.read_ahead_kb"], app=True)
+def test_app_params_and_a_chosen_subset_of_keys(sys: SysRoot) -> None:
+    space = space_for(sys, BOTH, keys=["block.read_ahead_kb"], app=True)
     assert [(d.key, d.target) for d in space.dimensions] == [
         ("block.read_ahead_kb", "loop3"),
         ("bs", APP),
@@ -78,10 +101,9 @@ def test_app_params_and_a_chosen_subset_of_keys() -> None:
     assert (bs.low, bs.high, bs.pow2) == (4096, 4 << 20, True)
 
 
-def test_the_domain_widens_to_hold_the_current_value() -> None:
-    queue = QueueSettings(read_ahead_kb=131072, schedulers=())
-    ra = dims_by_key(space_for({"sdb": queue}, keys=["block.read_ahead_kb"]))["block.read_ahead_kb"]
-    assert (ra.low, ra.high) == (128, 131072)
+def test_a_device_without_a_queue_of_its_own_has_no_dimensions(sys: SysRoot) -> None:
+    # A partition (sys/block has no entry for it) or a device gone since the probe.
+    assert space_for(sys, {"device": ["loop3p1", "sdz"]}).dimensions == ()
 
 
 def test_snap_rounds_to_the_step_and_powers_of_two_and_clamps() -> None:
@@ -96,8 +118,8 @@ def test_snap_rounds_to_the_step_and_powers_of_two_and_clamps() -> None:
         Dimension("block.scheduler", "sdb", "categorical", choices=("none",)).snap("bfq")
 
 
-def test_repair_keeps_dirty_background_below_dirty_like_the_kernel() -> None:
-    space = space_for({}, VM, dirtyable=DIRTYABLE)
+def test_repair_keeps_dirty_background_below_dirty_like_the_kernel(sys: SysRoot) -> None:
+    space = space_for(sys, {"host": [HOST]}, context=CONTEXT)
     bg, dirty = ("vm.dirty_background_bytes", HOST), ("vm.dirty_bytes", HOST)
     for b in (4, 16, 63, 64, 65, 1000, 5000):
         for d in (16, 64, 100, 1024, 8192):
@@ -109,8 +131,8 @@ def test_repair_keeps_dirty_background_below_dirty_like_the_kernel() -> None:
     assert space.repair({bg: 5000 * MIB, dirty: 101 * MIB}) == {bg: 50 * MIB, dirty: 101 * MIB}
 
 
-def test_repair_caps_nr_requests_under_scheduler_none() -> None:
-    space = space_for({"loop3": LOOP})
+def test_repair_caps_nr_requests_under_scheduler_none(sys: SysRoot) -> None:
+    space = space_for(sys, BOTH)
     point = {
         ("block.read_ahead_kb", "loop3"): 4096,
         ("block.nr_requests", "loop3"): 1024,
@@ -122,8 +144,8 @@ def test_repair_caps_nr_requests_under_scheduler_none() -> None:
     assert space.snap(point)[("block.nr_requests", "loop3")] == 1024
 
 
-def test_complete_fills_a_recommendation_from_the_base() -> None:
-    space = space_for({"loop3": LOOP}, VM, dirtyable=DIRTYABLE)
+def test_complete_fills_a_recommendation_from_the_base(sys: SysRoot) -> None:
+    space = space_for(sys, BOTH, context=CONTEXT)
     base = space.snap(
         {
             ("block.read_ahead_kb", "loop3"): 128,
@@ -138,8 +160,8 @@ def test_complete_fills_a_recommendation_from_the_base() -> None:
     assert done == {**base, ("block.read_ahead_kb", "loop3"): 4096}
 
 
-def test_skopt_encoding_round_trips_every_value() -> None:
-    space = space_for({"loop3": LOOP}, VM, app=True, dirtyable=DIRTYABLE)
+def test_skopt_encoding_round_trips_every_value(sys: SysRoot) -> None:
+    space = space_for(sys, BOTH, context=CONTEXT, app=True)
     sk = skopt_space(space)
     for x in sk.rvs(n_samples=200, random_state=1):
         point = from_x(space, x)

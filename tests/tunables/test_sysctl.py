@@ -7,6 +7,8 @@ import pytest
 from tests.sysfs_tree import SysTree
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import InvalidValue, TunableError
+from tuner.tunables.domain import Dimension, SpaceContext
+from tuner.tunables.table import IMPLEMENTATIONS
 
 
 def text(host: SysTree, key: str) -> str:
@@ -84,3 +86,37 @@ def test_dirty_pairs_save_their_partner(tunables: Tunables) -> None:
     saved = tunables.save("vm.dirty_background_bytes", "host")
     assert saved.original == 0
     assert saved.coupled == {"vm.dirty_background_ratio": 10}
+
+
+# -- what a tune may try: the dirty thresholds in bytes of dirtyable memory -------------------
+
+GIB, MIB = 1 << 30, 1 << 20
+
+
+def test_dirty_dimensions_hold_the_threshold_in_force(host: SysTree, tunables: Tunables) -> None:
+    context = SpaceContext(dirtyable=10 * GIB)
+    bg = IMPLEMENTATIONS["vm.dirty_background_bytes"].dimension(tunables.sys, "host", context)
+    dirty = IMPLEMENTATIONS["vm.dirty_bytes"].dimension(tunables.sys, "host", context)
+    assert bg == Dimension("vm.dirty_background_bytes", "host", "int", 4 * MIB, 5 * GIB,
+                           log=True, step=MIB)  # fmt: skip
+    assert dirty == Dimension("vm.dirty_bytes", "host", "int", 16 * MIB, 8 * GIB,
+                              log=True, step=MIB)  # fmt: skip
+    # On the ratios (the small host's 10 and 20 %) of a small host, the domain stretches to
+    # hold the bytes they amount to; bytes in force are held as they are.
+    small = SpaceContext(dirtyable=64 * MIB)
+    bg = IMPLEMENTATIONS["vm.dirty_background_bytes"].dimension(tunables.sys, "host", small)
+    assert bg is not None and (bg.low, bg.high) == (4 * MIB, 32 * MIB)
+    host.file("proc/sys/vm/dirty_bytes", 512 * MIB)
+    dirty = IMPLEMENTATIONS["vm.dirty_bytes"].dimension(tunables.sys, "host", small)
+    assert dirty is not None and (dirty.low, dirty.high) == (16 * MIB, 512 * MIB)
+
+
+def test_no_dirty_dimension_without_memory_to_size_it_or_a_writer(tunables: Tunables) -> None:
+    for context in (SpaceContext(), SpaceContext(dirtyable=GIB, writes=False)):
+        assert IMPLEMENTATIONS["vm.dirty_bytes"].dimension(tunables.sys, "host", context) is None
+    assert (
+        IMPLEMENTATIONS["vm.dirty_ratio"].dimension(
+            tunables.sys, "host", SpaceContext(dirtyable=GIB)
+        )
+        is None
+    )

@@ -9,11 +9,24 @@ import pytest
 from probes.host import probe_host
 from probes.hostfs import HostFS
 from tests.fixtures.scenarios import build_scenario
+from tests.probes.storage_fixtures import full_host
+from tests.sysfs_tree import SysTree
 from tuner.rules.installed import load_rule_base
-from tuner.rules.model import Workload
-from tuner.search.space import APP, HOST, Point, SearchSpace, app_dimensions, space_for
+from tuner.rules.model import Finding, Setting, Workload
+from tuner.search.space import (
+    APP,
+    HOST,
+    Dimension,
+    Point,
+    SearchSpace,
+    app_dimensions,
+    space_for,
+)
+from tuner.topology.model import Topology
 from tuner.tunables.access import Tunables
+from tuner.tunables.sysroot import SysRoot
 from tuner.tune.setup import (
+    bounded,
     current_point,
     dirtyable_bytes,
     prepare_tune,
@@ -110,7 +123,7 @@ def test_a_device_read_directly_gets_the_readahead_rule(tmp_path: Path) -> None:
     topology = probe_host(HostFS(tmp_path))
     queue = topology.block_device("sda").queue
     assert queue is not None and queue.read_ahead_kb == 128
-    space = space_for({"sda": queue}, keys=["block.read_ahead_kb"])
+    space = space_for(SysRoot(tmp_path), {"device": ["sda"]}, keys=["block.read_ahead_kb"])
     current = {("block.read_ahead_kb", "sda"): 128}
     found = load_rule_base().workload("stream-read")
     assert found is not None
@@ -131,3 +144,76 @@ def test_a_writer_searches_no_readahead_and_a_reader_no_writeback(big_memory: Pa
     space = tune_space(probe_host(HostFS(big_memory)), ("sda",), read, False)
     assert {dim.key for dim in space.dimensions} >= {"block.read_ahead_kb"}
     assert not [dim for dim in space.dimensions if dim.target == HOST]
+
+
+# -- the space over the storage stack, cut to the findings' ranges ------------------------------
+
+
+@pytest.fixture
+def stacked(tree: SysTree) -> Topology:
+    """sda (dm-0 on its sda2), md0 (raid5 over sdb1..sdd1) and the loop lab's devices."""
+    full_host(tree)
+    return probe_host(HostFS(tree.root))
+
+
+def names_on(topology: Topology, device: str) -> list[tuple[str, str]]:
+    read = load_rule_base().workload("stream-read")
+    assert read is not None
+    return tune_space(topology, (device,), read, False).names()
+
+
+def test_readahead_where_reads_enter_queue_keys_on_every_member(stacked: Topology) -> None:
+    queue_keys = ("block.nr_requests", "block.max_sectors_kb", "block.scheduler")
+    # md0's members are partitions: their disks hold the queues the requests wait in.
+    assert names_on(stacked, "md0") == [
+        ("block.read_ahead_kb", "md0"),
+        *[(key, disk) for key in queue_keys for disk in ("sdb", "sdc", "sdd")],
+    ]
+    # A dm volume on sda2: readahead on the volume, the queue keys on sda.
+    assert names_on(stacked, "dm-0") == [
+        ("block.read_ahead_kb", "dm-0"),
+        *[(key, "sda") for key in queue_keys],
+    ]
+    # A partition read directly reads ahead through its disk's window.
+    assert names_on(stacked, "sda1") == names_on(stacked, "sda")
+
+
+def test_a_loop_device_over_a_file_is_its_own_stack(stacked: Topology) -> None:
+    # loop4's backing file lives on loop3's file system; a request waits in loop4's queue
+    # (a single scheduler there: nothing to choose), never in loop3's: the lab's one device.
+    assert names_on(stacked, "loop4") == [
+        ("block.read_ahead_kb", "loop4"),
+        ("block.nr_requests", "loop4"),
+        ("block.max_sectors_kb", "loop4"),
+    ]
+
+
+def test_a_findings_range_bounds_the_search_and_keeps_the_baseline(tmp_path: Path) -> None:
+    # Random reads on md0 with an 8 MB readahead: readahead-large-for-random recommends 128 KB
+    # and leaves [128, 256] to the search; the host's own 8192 stays a point of the space.
+    build_scenario("well-configured", tmp_path)
+    random = load_rule_base().workload("random-read")
+    assert random is not None
+    topology = probe_host(HostFS(tmp_path))
+    full = tune_space(topology, ("md0",), random, False)
+    setup = prepare_tune(load_rule_base(), topology, ("md0",), random, Tunables(tmp_path))
+    ra = ("block.read_ahead_kb", "md0")
+    before = {d.name: d for d in full.dimensions}[ra]
+    after = {d.name: d for d in setup.space.dimensions}[ra]
+    assert (before.low, before.high) == (128, 65536)
+    assert (after.low, after.high) == (128, 8192)
+    assert setup.baseline[ra] == 8192
+    assert [p[ra] for p in setup.suggested] == [128]
+    # Keys no range names keep the hardware's domain.
+    others = [d for d in setup.space.dimensions if d.name != ra]
+    assert others == [d for d in full.dimensions if d.name != ra]
+
+
+def test_a_range_that_misses_the_hardware_leaves_the_dimension(tmp_path: Path) -> None:
+    dim = Dimension("block.max_sectors_kb", "sda", "int", 64, 1280, log=True, step=4)
+    space = SearchSpace((dim,))
+    setting = Setting("block.max_sectors_kb", "sda", None, "range", 1280, (2048, 4096))
+    finding = Finding(rule="r", title="t", lesson="request-size", severity="info",
+                      target="sda", evidence="e", recommendation="r", settings=(setting,),
+                      sources=(), workloads=())  # fmt: skip
+    assert bounded(space, (finding,), {dim.name: 1280}) == space

@@ -2,7 +2,8 @@
 
 The terminal tree (`iotuner probe`, tuner/topology/view.py) and the report's diagram
 (tuner/report/diagram.py) draw the same PCI paths, each with its own idea of which nodes matter
-(lstopo's "important" filter): both take their rows from `branch`.
+(lstopo's "important" filter): both take their rows from `branch`. A tune places its settings
+along a storage stack with `reads_enter` and `queues_below`.
 """
 
 from __future__ import annotations
@@ -46,3 +47,39 @@ def branch(
             continue
         yield depth, node
         yield from branch(topology, node.id, keep, depth=depth + 1, partitions=partitions)
+
+
+QUEUE_EDGES = frozenset(("partition", "member", "dm"))
+"""Stack edges a request goes down: a partition's to its disk, an array's or a dm volume's to
+its members. Not "loop": a loop device's backing file is read through a file system, so the
+loop device's own queue is the one its requests wait in."""
+
+
+def reads_enter(topology: Topology, name: str) -> str:
+    """The device whose readahead window reads entering at `name` use: a partition's disk
+    (it has no queue of its own), else `name` itself."""
+    for edge in topology.edges:
+        if edge.upper == name and edge.kind == "partition":
+            return edge.lower
+    return name
+
+
+def queues_below(topology: Topology, name: str) -> list[str]:
+    """The devices whose request queues I/O entering at `name` waits in: the bottom of its
+    stack (the disks under an md array's partitions, under a dm volume), or `name` itself when
+    nothing sits below it (a plain disk, a loop device over a file). Each once, in edge order."""
+    found: list[str] = []
+    seen: set[str] = set()
+
+    def down(device: str) -> None:
+        if device in seen:
+            return
+        seen.add(device)
+        lower = [e.lower for e in topology.edges if e.upper == device and e.kind in QUEUE_EDGES]
+        if not lower:
+            found.append(device)
+        for below in lower:
+            down(below)
+
+    down(name)
+    return found

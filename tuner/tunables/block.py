@@ -11,9 +11,11 @@ from __future__ import annotations
 import os
 from typing import ClassVar
 
-from probes.block import parse_scheduler
+from probes.block import parse_scheduler, read_queue
 from probes.hostfs import digits
+from tuner.topology.model import QueueSettings
 from tuner.tunables.base import UINT_MAX, Pending, Tunable, Value
+from tuner.tunables.domain import Dimension, SpaceContext, widened
 from tuner.tunables.sysroot import SysRoot
 
 MAX_SCHED_RQ = 2048
@@ -22,6 +24,12 @@ MIN_RQ = 4
 """BLKDEV_MIN_RQ: smaller values are silently raised to it."""
 LOOP_QUEUE_DEPTH = 128
 """The loop driver's tag depth (its hw_queue_depth parameter), when mq/*/nr_tags is absent."""
+DEFAULT_NONE_DEPTH = 128
+"""The most requests a queue is taken to accept with scheduler none when its own depth is not
+known: loop devices and most SATA disks have 128 (NVMe has more; SpaceContext.none_depth)."""
+SCHED_MAX_REQUESTS = 1024
+"""The deepest queue a tune tries with a scheduler: the kernel allows 2048 (MAX_SCHED_RQ), but
+past 1024 nothing improves."""
 
 
 class BlockTunable(Tunable):
@@ -56,6 +64,15 @@ class BlockTunable(Tunable):
         """ATTR{queue/ATTR}="VALUE" (values are checked names and numbers: no quoting)."""
         return f'ATTR{{queue/{self.attr}}}="{value}"'
 
+    def settings(self, sys: SysRoot, target: str) -> QueueSettings | None:
+        """The device's queue as the probe reads it (probes.block.read_queue), so a dimension
+        holds the value advise shows; None for a device without a queue of its own (a
+        partition) or one that is gone."""
+        dev = self.target_name(target)
+        if "/" in dev or not dev or not sys.exists(f"sys/block/{dev}/queue"):
+            return None
+        return read_queue(sys.fs(), f"sys/block/{dev}/queue")
+
 
 class IntQueueTunable(BlockTunable):
     """An integer queue attribute with fixed kernel bounds."""
@@ -87,6 +104,20 @@ class ReadAheadKb(IntQueueTunable):
     def expected(self, sys: SysRoot, target: str, value: Value) -> Value:
         """Whole 4 KB pages: 4093 reads back as 4092."""
         return int(value) // 4 * 4 if isinstance(value, int) else value
+
+    def dimension(self, sys: SysRoot, target: str, context: SpaceContext) -> Dimension | None:
+        """128 KB (the kernel's default) to 64 MB (far past where any disk stops gaining), in
+        pages on a log scale, on the device reads enter when the workload reads: the page
+        cache reads ahead through the top layer's window, so a member's changes nothing
+        (DESIGN.md)."""
+        target = self.target_name(target)
+        if not (context.reads and context.enters(target)):
+            return None
+        queue = self.settings(sys, target)
+        if queue is None:
+            return None
+        ra = Dimension(self.key, target, "int", 128, 65536, log=True, step=4)
+        return widened(ra, queue.read_ahead_kb)
 
 
 class RqAffinity(IntQueueTunable):
@@ -155,6 +186,15 @@ class Scheduler(BlockTunable):
         self.queue(sys, target)
         return self.as_name(target, value)
 
+    def dimension(self, sys: SysRoot, target: str, context: SpaceContext) -> Dimension | None:
+        """The schedulers the device offers, on a device whose queue the I/O passes; None
+        when it offers one (nothing to choose)."""
+        target = self.target_name(target)
+        queue = self.settings(sys, target) if context.queues(target) else None
+        if queue is None or len(queue.schedulers) < 2:
+            return None
+        return Dimension(self.key, target, "categorical", choices=tuple(queue.schedulers))
+
 
 class NrRequests(IntQueueTunable):
     """Requests the queue holds per hardware queue. Without a scheduler the kernel accepts at
@@ -202,6 +242,37 @@ class NrRequests(IntQueueTunable):
             return min(depths)
         return LOOP_QUEUE_DEPTH if dev.startswith("loop") else None
 
+    def dimension(self, sys: SysRoot, target: str, context: SpaceContext) -> Dimension | None:
+        """4 to SCHED_MAX_REQUESTS on a log scale, on a device whose queue the I/O passes; up
+        to the none depth only when none is the scheduler and stays so (the kernel refuses
+        more; a point that moves to none is capped by the space's repair)."""
+        target = self.target_name(target)
+        queue = self.settings(sys, target) if context.queues(target) else None
+        if queue is None:
+            return None
+        moves = context.searches(Scheduler.key) and len(queue.schedulers) > 1
+        if not moves and queue.scheduler == "none":
+            high = context.none_depth.get(target, _depth_under_none(queue))
+        else:
+            high = SCHED_MAX_REQUESTS
+        nr = Dimension(self.key, target, "int", 4, high, log=True)
+        return widened(nr, queue.nr_requests)
+
+
+def none_depth(sys: SysRoot, target: str) -> int:
+    """The most requests `target` is taken to accept with scheduler none (a search's repair
+    caps nr_requests there: tuner/search/space.py)."""
+    queue = NrRequests().settings(sys, target)
+    return DEFAULT_NONE_DEPTH if queue is None else _depth_under_none(queue)
+
+
+def _depth_under_none(queue: QueueSettings) -> int:
+    """Under scheduler none the queue already holds the hardware depth, the best estimate;
+    DEFAULT_NONE_DEPTH otherwise."""
+    if queue.scheduler == "none" and queue.nr_requests:
+        return queue.nr_requests
+    return DEFAULT_NONE_DEPTH
+
 
 class MaxSectorsKb(IntQueueTunable):
     """The largest request the block layer sends, in KB: at most max_hw_sectors_kb (the kernel
@@ -233,6 +304,16 @@ class MaxSectorsKb(IntQueueTunable):
         if number < least:
             raise self.invalid(target, f"{number} is below {least} KB, the {what}")
         return number
+
+    def dimension(self, sys: SysRoot, target: str, context: SpaceContext) -> Dimension | None:
+        """64 KB to max_hw_sectors_kb in pages on a log scale, on a device whose queue the I/O
+        passes; None where the hardware takes no more than 64 KB (nothing to choose)."""
+        target = self.target_name(target)
+        queue = self.settings(sys, target) if context.queues(target) else None
+        if queue is None or not queue.max_hw_sectors_kb or queue.max_hw_sectors_kb <= 64:
+            return None
+        ms = Dimension(self.key, target, "int", 64, queue.max_hw_sectors_kb, log=True, step=4)
+        return widened(ms, queue.max_sectors_kb)
 
 
 WRITE_CACHE_MODES = ("write back", "write through")
@@ -266,6 +347,9 @@ class WriteCache(BlockTunable):
 
 
 BLOCK_TUNABLES: tuple[Tunable, ...] = (
-    ReadAheadKb(), Scheduler(), NrRequests(), MaxSectorsKb(), RqAffinity(), NoMerges(),
+    ReadAheadKb(), NrRequests(), MaxSectorsKb(), Scheduler(), RqAffinity(), NoMerges(),
     WriteCache(),
 )  # fmt: skip
+"""In the order a tune's space lists their dimensions (tuner/search/space.py follows the
+registry): the optimiser's seeded draws go dimension by dimension, so moving one moves where a
+seeded search looks."""

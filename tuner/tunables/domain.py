@@ -8,7 +8,8 @@ builds the space from these and encodes it for scikit-optimize.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 Value = int | str
 """A point's value on one dimension: an int, or a choice such as a scheduler's name."""
@@ -91,12 +92,50 @@ class Dimension:
         return abs(self.unit(a) - self.unit(b))
 
 
+def widened(dim: Dimension, current: int | None) -> Dimension:
+    """`dim` with its range stretched to hold the current value, so the baseline is a point."""
+    if current is None or dim.low <= current <= dim.high:
+        return dim
+    if current <= 0 and dim.log:
+        return dim  # read_ahead_kb 0 (off) has no place on a log scale: the baseline snaps up
+    low = min(dim.low, current // dim.step * dim.step)
+    high = max(dim.high, -(-current // dim.step) * dim.step)
+    return replace(dim, low=max(low, 1) if dim.log else low, high=high)
+
+
 @dataclass(frozen=True)
 class SpaceContext:
     """What a dimension's bounds depend on beyond the host's files.
 
     `dirtyable` is the memory dirty data may take in the workload's conditions (the page
     cache a tune grants it), for the writeback thresholds; None leaves them out.
+    `reads` and `writes` say which way the workload's I/O goes: a setting its trials could
+    not feel (readahead for a pure writer) is not searched, so no plan carries it.
+    `keys` are the keys the tune varies (None: every key with a dimension): a key whose domain
+    depends on another's (nr_requests on whether the scheduler moves) asks `searches`.
+    `entries` are the devices reads enter and `queued` the devices whose request queues the
+    I/O passes (tuner/tune/stack.py); None takes every device for both (one plain disk).
+    `none_depth` maps a device to the most requests it accepts with scheduler none where the
+    caller knows better than the device's own files (an NVMe's tag depth).
     """
 
     dirtyable: int | None = None
+    reads: bool = True
+    writes: bool = True
+    keys: frozenset[str] | None = None
+    entries: frozenset[str] | None = None
+    queued: frozenset[str] | None = None
+    none_depth: Mapping[str, int] = field(default_factory=dict)
+
+    def searches(self, key: str) -> bool:
+        """True when the tune varies `key`."""
+        return self.keys is None or key in self.keys
+
+    def enters(self, device: str) -> bool:
+        """True when reads enter the stack at `device` (where readahead acts)."""
+        return self.entries is None or device in self.entries
+
+    def queues(self, device: str) -> bool:
+        """True when the I/O passes `device`'s request queue (where scheduler, depth and
+        request size act)."""
+        return self.queued is None or device in self.queued

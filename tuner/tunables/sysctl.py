@@ -11,10 +11,12 @@ import os
 from collections.abc import Mapping
 from typing import ClassVar
 
-from tuner.tunables.base import ULONG_MAX, Pending, Tunable, Value
+from tuner.tunables.base import ULONG_MAX, Pending, Tunable, TunableError, Value
+from tuner.tunables.domain import Dimension, SpaceContext, widened
 from tuner.tunables.sysroot import SysRoot
 
 INT_MAX = 2**31 - 1
+MIB = 1 << 20
 
 
 class Sysctl(Tunable):
@@ -99,6 +101,12 @@ class DirtyBytes(DirtyPair):
     is_bytes = True
     high = ULONG_MAX
     pages: ClassVar[int] = 0
+    search_low: ClassVar[int]
+    """The smallest threshold a tune tries."""
+    search_share: ClassVar[tuple[int, int]]
+    """The largest a tune tries, as a fraction of dirtyable memory (the top end of the ratio
+    domains before byte counts), and never below `search_least_high`."""
+    search_least_high: ClassVar[int]
 
     def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
         """At least the kernel's floor, at most an unsigned long; 0 is refused (set the ratio
@@ -120,6 +128,39 @@ class DirtyBytes(DirtyPair):
             return 0
         return self.validate(sys, target, value, pending)
 
+    def in_use(self, sys: SysRoot, target: str, dirtyable: int | None) -> int | None:
+        """The threshold in force in bytes: this key when non-zero, else its ratio (the
+        partner) of `dirtyable`; None when neither can be told."""
+        try:
+            own = self.read(sys, target)
+            ratio = TABLE[self.coupled[0]].read(sys, target) if own == 0 else None
+        except TunableError:
+            return None
+        if isinstance(own, int) and own:
+            return own
+        if not isinstance(ratio, int) or dirtyable is None:
+            return None
+        return dirtyable * ratio // 100
+
+    def dimension(self, sys: SysRoot, target: str, context: SpaceContext) -> Dimension | None:
+        """Byte counts in MiB steps on a log scale (writeback's effect is proportional) from
+        `search_low` to `search_share` of the dirtyable memory, holding the threshold in force.
+
+        Bytes, not ratios: a ratio moves in steps of 1 % of dirtyable memory, 240 MB on a
+        24 GiB host and 2.5 GB on a 256 GiB one, so the small thresholds that start writeback
+        at once cannot be said in ratios (on the lab's single disk a 256 MiB write burst went
+        from 76 to 99 MB/s with a 16 MiB background threshold; 1 %, the smallest ratio, changed
+        nothing: docs/benchmarks.md). None for a workload that does not write, without a
+        dirtyable figure to size them by, or on a host without the key.
+        """
+        dirtyable = context.dirtyable
+        if not context.writes or not dirtyable or sys.read(self.rel()) is None:
+            return None
+        num, den = self.search_share
+        high = max(dirtyable * num // den, self.search_least_high)
+        dim = Dimension(self.key, target, "int", self.search_low, high, log=True, step=MIB)
+        return widened(dim, self.in_use(sys, target, dirtyable))
+
 
 class DirtyBackgroundBytes(DirtyBytes):
     """Dirty bytes at which background writeback starts."""
@@ -131,6 +172,9 @@ class DirtyBackgroundBytes(DirtyBytes):
     doc = "background writeback"
     current_fact = "dirty_background_bytes"
     coupled = ("vm.dirty_background_ratio",)
+    search_low = 4 * MIB
+    search_share = (1, 2)
+    search_least_high = 8 * MIB
 
 
 class DirtyBackgroundRatio(DirtyRatio):
@@ -156,6 +200,9 @@ class DirtyBytesLimit(DirtyBytes):
     current_fact = "dirty_bytes"
     coupled = ("vm.dirty_ratio",)
     pages = 2
+    search_low = 16 * MIB
+    search_share = (4, 5)
+    search_least_high = 32 * MIB
 
 
 class DirtyRatioLimit(DirtyRatio):

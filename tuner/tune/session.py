@@ -19,7 +19,7 @@ from tuner.search.confirm import Confirmation, Sample, confirm
 from tuner.search.optimizer import Optimizer, SkoptOptimizer, Step, should_stop
 from tuner.search.rounding import rounded
 from tuner.search.simplify import simplest
-from tuner.search.space import APP, DEVICE_KEYS, Point, SearchSpace, point_key
+from tuner.search.space import APP, Point, SearchSpace, point_key
 from tuner.trials.dataset import CacheModel
 from tuner.trials.fio import AppParams
 from tuner.trials.flags import joined
@@ -28,9 +28,13 @@ from tuner.trials.targets import TrialTarget
 from tuner.trials.trial import TrialResult, run_trial
 from tuner.tunables.base import TunableError
 from tuner.tunables.engine import TunableEngine
+from tuner.tunables.registry import TUNABLES
 from tuner.tune import guards
 from tuner.tune.objective import Objective, objective_named
 from tuner.tune.result import Setting, TrialRecord, TuneResult
+
+DEVICE_SETTINGS = tuple(key for key, spec in TUNABLES.items() if spec.scope == "device")
+"""What a trial records of its devices besides its batch: every block-device setting."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,7 @@ def trial_with(
         applied = engine.apply(dict(settings)) if settings else []
         had: dict[Setting, Any] = {(a.key, a.target): a.actual for a in applied}
         for device in target.devices:
-            for key in DEVICE_KEYS:
+            for key in DEVICE_SETTINGS:
                 if (key, device) not in had:
                     try:
                         had[(key, device)] = engine.tunables.read(key, device)

@@ -11,22 +11,17 @@ from probes.hostfs import HostFS, digits
 from tuner.facts import collect
 from tuner.facts.host import dirty_limit_bytes
 from tuner.facts.target import FactOptions
+from tuner.plan import plan_from_findings
 from tuner.rules.engine import evaluate
-from tuner.rules.model import RuleBase, Workload
-from tuner.search.space import (
-    APP,
-    DEVICE_KEYS,
-    HOST,
-    HOST_KEYS,
-    Point,
-    SearchSpace,
-    Value,
-    space_for,
-)
+from tuner.rules.model import Finding, RuleBase, Workload
+from tuner.search.space import APP, HOST, Point, SearchSpace, SpaceContext, Value, space_for
 from tuner.topology.model import Machine, Topology
+from tuner.topology.walk import queues_below, reads_enter
 from tuner.trials.fio import fio_size, reads, writes
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import TunableError
+from tuner.tunables.domain import Dimension, widened
+from tuner.tunables.sysroot import SysRoot
 
 
 @dataclass(frozen=True)
@@ -50,14 +45,18 @@ def prepare_tune(
     app: bool = False,
     read_devices: Collection[str] = (),
 ) -> TuneSetup:
-    """The one set-up `iotuner tune` and the tune benchmark share: the space (tune_space),
-    the current point read through `tunables` (current_point) and the rules' suggestions
-    (recommended_points), with dirty thresholds counted in the host's dirtyable bytes."""
+    """The one set-up `iotuner tune` (and through it the daemon's re-tune) and the tune
+    benchmark share: the space over the target's storage stack (tune_space) cut to the
+    findings' ranges (bounded), the current point read through `tunables` (current_point) and
+    the rules' suggestions (recommended_points), with dirty thresholds counted in the host's
+    dirtyable bytes."""
     dirtyable = host_dirtyable_bytes(topology)
-    space = tune_space(topology, devices, workload, app, dirtyable)
+    findings = tune_findings(base, topology, workload, read_devices)
+    space = tune_space(topology, devices, workload, app, dirtyable, sys=tunables.sys)
     baseline = current_point(space, tunables, workload, dirtyable)
+    space = bounded(space, findings, baseline)
     suggested = recommended_points(base, topology, workload, space, baseline, dirtyable,
-                                   read_devices=read_devices)  # fmt: skip
+                                   read_devices=read_devices, findings=findings)  # fmt: skip
     return TuneSetup(topology, space, baseline, suggested)
 
 
@@ -67,33 +66,74 @@ def tune_space(
     workload: Workload,
     app: bool,
     dirtyable: int | None = None,
+    *,
+    sys: SysRoot | None = None,
 ) -> SearchSpace:
-    """Queue settings of the device the I/O enters (readahead only when the workload reads:
-    a pure writer's plan should not carry a readahead its trials could not feel), dirty
-    thresholds when it writes.
+    """Every searchable key of the registry over the target's storage stack, domains read
+    below `sys` (default: the topology's root).
 
-    The thresholds are byte counts of `dirtyable` memory (default:
-    `host_dirtyable_bytes(topology)`); a host on the ratios counts as the bytes they amount
-    to, so the space holds the baseline. Without a dirtyable figure they are left out.
+    The I/O enters at `devices[0]` (DESIGN.md: tune the layer the reads enter): readahead
+    there (a partition's disk), the request-queue keys on every device below it whose queue
+    the requests wait in (an md array's or dm volume's members; a plain disk or a loop device
+    itself). The other devices of a multi-device file system are not added: btrfs reads ahead
+    through its own window, and the stripe lab's rows are measured on the first member.
+    Readahead only when the workload reads (a pure writer's plan should not carry a readahead
+    its trials could not feel), dirty thresholds when it writes, in bytes of `dirtyable`
+    memory (default: `host_dirtyable_bytes(topology)`; a host on the ratios counts as the
+    bytes they amount to, so the space holds the baseline). Without a dirtyable figure they
+    are left out.
     """
-    entry = devices[0]  # the layer reads and writes enter: DESIGN.md, "tune the layer..."
-    dev = topology.block_device(entry)
-    queues = {entry: dev.queue} if dev is not None and dev.queue is not None else {}
-    vm = topology.vm if writes(workload.fio) else None
-    if vm is not None:
-        if dirtyable is None:
-            dirtyable = host_dirtyable_bytes(topology)
-        vm = replace(
-            vm,
-            dirty_bytes=dirty_limit_bytes(vm.dirty_bytes, vm.dirty_ratio, dirtyable),
-            dirty_background_bytes=dirty_limit_bytes(
-                vm.dirty_background_bytes, vm.dirty_background_ratio, dirtyable
-            ),
-        )
-    keys = [*DEVICE_KEYS, *HOST_KEYS]
-    if not reads(workload.fio):
-        keys.remove("block.read_ahead_kb")
-    return space_for(queues, vm, keys=keys, app=app, dirtyable=dirtyable)
+    if sys is None:
+        sys = SysRoot(topology.root)
+    entry = reads_enter(topology, devices[0])
+    queued = queues_below(topology, devices[0])
+    if writes(workload.fio) and dirtyable is None:
+        dirtyable = host_dirtyable_bytes(topology)
+    context = SpaceContext(
+        dirtyable=dirtyable,
+        reads=reads(workload.fio),
+        writes=writes(workload.fio),
+        entries=frozenset({entry}),
+        queued=frozenset(queued),
+    )
+    targets = {"device": list(dict.fromkeys((entry, *queued))), "host": [HOST]}
+    return space_for(sys, targets, context=context, app=app)
+
+
+def tune_findings(
+    base: RuleBase, topology: Topology, workload: Workload, read_devices: Collection[str] = ()
+) -> tuple[Finding, ...]:
+    """What the rule base finds on this host for this workload. `read_devices`: devices the
+    trials read without a file system (a device target); the rules take reads to enter
+    there, as on a mounted device."""
+    options = FactOptions(live=True, read_devices=frozenset(read_devices))
+    return evaluate(base, collect(topology, options), workload.name).findings
+
+
+def bounded(space: SearchSpace, findings: tuple[Finding, ...], baseline: Point) -> SearchSpace:
+    """`space` with every int dimension a finding gives a `range:` for cut to that range
+    (DESIGN.md: the space is what the findings leave open), then widened to hold the
+    baseline, so the host as it is stays a measured point. A range outside the hardware's
+    domain (or not of numbers) leaves the dimension as the hardware has it."""
+    ranges = {(r.key, r.target): r for r in plan_from_findings(findings, "host", None).search}
+    dims = []
+    for dim in space.dimensions:
+        found = ranges.get(dim.name)
+        if found is not None and dim.kind == "int":
+            dim = _cut(dim, found.low, found.high, baseline.get(dim.name))
+        dims.append(dim)
+    return replace(space, dimensions=tuple(dims))
+
+
+def _cut(dim: Dimension, low: object, high: object, current: Value | None) -> Dimension:
+    """`dim` within [low, high] and holding `current`; `dim` unchanged when they do not meet."""
+    if not isinstance(low, int) or not isinstance(high, int) or bool in (type(low), type(high)):
+        return dim
+    new_low, new_high = max(dim.low, low), min(dim.high, high)
+    if new_low > new_high:
+        return dim
+    cut = replace(dim, low=new_low, high=new_high)
+    return widened(cut, current if isinstance(current, int) else None)
 
 
 def current_point(
@@ -143,9 +183,9 @@ def _app_value(key: str, value: Any, fallback: Value) -> Value:
         return fallback
 
 
-# The space varies the dirty thresholds in bytes (ratios are too coarse on large hosts:
-# tuner.search.space.host_dimensions); the kernel keeps one of each pair, and a ratio
-# recommended or in use becomes the byte count it amounts to.
+# The space varies the dirty thresholds in bytes (ratios are too coarse on large hosts: the
+# dirty tunables' `dimension`, tuner/tunables/sysctl.py); the kernel keeps one of each pair,
+# and a ratio recommended or in use becomes the byte count it amounts to.
 RATIO_OF_BYTES = {
     "vm.dirty_background_bytes": "vm.dirty_background_ratio",
     "vm.dirty_bytes": "vm.dirty_ratio",
@@ -191,20 +231,21 @@ def recommended_points(
     current: Point,
     dirtyable: int | None = None,
     read_devices: Collection[str] = (),
+    findings: tuple[Finding, ...] | None = None,
 ) -> list[Point]:
     """The rule base's recommendations for this host and workload, as one point of the space.
 
-    `read_devices`: devices the trials read without a file system (a device target); the rules
-    take reads to enter there, as on a mounted device. A recommended vm.dirty_*_ratio goes
+    `read_devices` as for `tune_findings`, which gives `findings` when the caller has none. A
+    recommended vm.dirty_*_ratio goes
     into its bytes dimension as that share of `dirtyable` (default:
     `host_dirtyable_bytes(topology)`); bytes recommended outright win over translated ones.
     """
-    options = FactOptions(live=True, read_devices=frozenset(read_devices))
-    result = evaluate(base, collect(topology, options), workload.name)
+    if findings is None:
+        findings = tune_findings(base, topology, workload, read_devices)
     names = set(space.names())
     named: dict[tuple[str, str], Value] = {}
     translated: dict[tuple[str, str], Value] = {}
-    for finding in result.findings:
+    for finding in findings:
         for setting in finding.settings:
             slot = (setting.key, setting.target)
             twin = (BYTES_OF_RATIO.get(setting.key, ""), HOST)
