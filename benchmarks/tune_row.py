@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from probes.host import probe_host
 from tuner.lab.model import Lab
 from tuner.lab.spec import LabSpec, load_spec
 from tuner.rules.model import RuleBase, Workload
@@ -26,6 +25,7 @@ from tuner.search.space import HOST, Point, SearchSpace, Value
 from tuner.trials import TrialTarget
 from tuner.trials.fio import writes
 from tuner.tunables.engine import TunableEngine
+from tuner.tunables.observe import probe_with_settings
 from tuner.tune.result import TrialRecord
 from tuner.tune.session import Tune, TuneConfig, trial_with
 from tuner.tune.setup import prepare_tune
@@ -220,7 +220,7 @@ class Row:
         budget, runtime = tune_defaults()
         budget = self.plan.tune_budget or budget
         host = self.engine.tunables.sys
-        setup = prepare_tune(self.base, probe_host(host.fs()), self.target.devices,
+        setup = prepare_tune(self.base, probe_with_settings(host.fs()), self.target.devices,
                              self.workload, self.engine.tunables,
                              read_devices=self.target.raw_devices)  # fmt: skip
         space, baseline, suggested = setup.space, setup.baseline, setup.suggested

@@ -13,7 +13,6 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from probes.host import probe_host
 from probes.host_root import live_host
 from probes.hostfs import digits
 from tuner.errors import BadInput, IotunerError
@@ -32,6 +31,7 @@ from tuner.trials.targets import TrialTarget
 from tuner.trials.trial import user_region_bytes
 from tuner.tunables.engine import TunableEngine
 from tuner.tunables.journal import Journal
+from tuner.tunables.observe import probe_with_settings
 from tuner.tunables.signals import restore_on_signals
 from tuner.tunables.sysroot import live_sysroot
 from tuner.tune.objective import OBJECTIVES, objective_for
@@ -147,7 +147,7 @@ def tune(
         engine = stack.enter_context(TunableEngine(live_sysroot(), journal))
         stack.enter_context(restore_on_signals(engine))
         live = engine.tunables.sys
-        setup = prepare_tune(base, probe_host(live.fs()), trial_target.devices, chosen,
+        setup = prepare_tune(base, probe_with_settings(live.fs()), trial_target.devices, chosen,
                              engine.tunables, app=app_params,
                              read_devices=trial_target.raw_devices)  # fmt: skip
         view = stack.enter_context(TuneView(console, budget, enabled=console.is_terminal))
