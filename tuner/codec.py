@@ -33,6 +33,13 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
+@cache
+def _field_names(hint: Any) -> frozenset[str]:
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return frozenset(f.name for f in dataclasses.fields(hint))
+    return frozenset()
+
+
 def decode(cls: type[T], data: Any, where: str = "") -> T:
     """Rebuild a dataclass of type `cls` from what `encode` produced."""
     return typing.cast(T, _decode(cls, data, where or cls.__name__))
@@ -45,6 +52,10 @@ def _decode(hint: Any, data: Any, where: str) -> Any:
         if data is None and type(None) in args:
             return None
         options = [a for a in args if a is not type(None)]
+        if len(options) > 1 and isinstance(data, dict):
+            # Several dataclasses (a lab disk's HddModel | SsdModel): the one with every key.
+            fitting = [o for o in options if set(data) <= _field_names(o)]
+            options = fitting or options
         return _decode(options[0], data, where)
     if origin is tuple:
         if not isinstance(data, list):

@@ -12,13 +12,12 @@ from tuner.lab.hdd import (
     HddModel,
     geometry,
     mean_random_seek_s,
-    plugin_params,
     random_read_s,
     seek_s,
     stream_mbps,
     zone_rate_mbps,
 )
-from tuner.lab.nbd import PLUGIN_SOURCE
+from tuner.lab.modelled import SOURCES, plugin_params
 
 GIB = 1 << 30
 
@@ -51,8 +50,9 @@ def test_a_model_with_only_its_kind_takes_the_defaults() -> None:
     ("model", "message"),
     [
         ("hdd", "model must be a mapping like {kind: hdd, rpm: 7200}, got str"),
-        ("{rpm: 7200}", "model: kind must be one of hdd, got None"),
-        ("{kind: ssd}", "model: kind must be one of hdd, got 'ssd'"),
+        ("{rpm: 7200}", "model: kind must be one of hdd, ssd, got None"),
+        ("{kind: flash}", "model: kind must be one of hdd, ssd, got 'flash'"),
+        ("{kind: hdd, read_us: 3}", "model: unknown key 'read_us' (known: kind, rpm"),
         ("{kind: hdd, speed: 3}", "model: unknown key 'speed' (known: kind, rpm, outer_mbps"),
         ("{kind: hdd, rpm: 100000}", "rpm must be an integer from 3600 to 15000, got 100000"),
         ("{kind: hdd, rpm: 7200.5}", "rpm must be an integer from 3600 to 15000, got 7200.5"),
@@ -120,7 +120,7 @@ def test_plugin_params_name_every_field() -> None:
     assert "rpm=7200" in params and "queue_depth=32" in params and "seed=1" in params
     assert not any(p.startswith("kind=") for p in params)
     # hdd.c reads exactly these keys (and refuses any other).
-    source = PLUGIN_SOURCE.read_text()
+    source = SOURCES["hdd"].read_text()
     for param in params:
         assert f'strcmp (key, "{param.split("=")[0]}")' in source
 

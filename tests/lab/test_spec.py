@@ -9,7 +9,8 @@ import pytest
 from tuner.errors import BadInput
 from tuner.lab import builtin_spec_names, load_spec, parse_spec
 from tuner.lab.build import bus_image_bytes, memory_needed
-from tuner.lab.spec import BTRFS_PIECE_BYTES, parse_size
+from tuner.lab.sizes import parse_size
+from tuner.lab.spec import BTRFS_PIECE_BYTES
 
 GOOD = """
 name: mine

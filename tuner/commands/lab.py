@@ -14,6 +14,7 @@ from rich.table import Table
 from tuner.cli_help import Command, Group, examples
 from tuner.codec import encode
 from tuner.lab import Lab, builtin_spec_names, lab_check, lab_down, lab_up, load_spec
+from tuner.lab.modelled import describe
 from tuner.units import human_bytes, human_rate
 
 app = typer.Typer(
@@ -109,10 +110,9 @@ def _lab_table(lab: Lab, title: str) -> Table:
                       human_rate(bus.write_mbps), "-", "-", bus.mountpoint)  # fmt: skip
     for disk in lab.disks:
         if disk.model is not None:  # no ceilings: what its model does
-            model = disk.model
-            table.add_row(disk.name, disk.device, "-",
-                          f"{model.outer_mbps:g}-{model.inner_mbps:g} MB/s", "same",
-                          f"hdd {model.rpm} rpm", human_bytes(disk.size_bytes), "-")  # fmt: skip
+            rate, what = describe(disk.model)
+            table.add_row(disk.name, disk.device, "-", rate, "same", what,
+                          human_bytes(disk.size_bytes), "-")  # fmt: skip
             continue
         table.add_row(disk.name, disk.device, disk.bus or "-", human_rate(disk.read_mbps),
                       human_rate(disk.write_mbps), str(disk.iops), human_bytes(disk.size_bytes),

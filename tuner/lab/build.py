@@ -5,7 +5,7 @@ Layout: every backing file lives in a fresh `/dev/shm/iotuner-lab-ID/`; mounts l
 over a tmpfs file holding ext4 (lazy init off, so reads of its metadata are real); its disks'
 files are fully written and attached with direct I/O, so a disk's reads cross the bus's loop
 device and its ceiling. Ceilings go on last: filling and mkfs run at memory speed. A modelled
-disk is an nbdkit server (`hdd.c` over `/dev/shm/.../DISK.data`), nbdfuse showing it as
+disk is an nbdkit server (`hdd.c` or `ssd.c` over `/dev/shm/.../DISK.data`), nbdfuse showing it as
 `nbd/DISK/disk`, and a loop device with direct I/O over that file.
 """
 
@@ -25,7 +25,8 @@ from tuner.lab import nbd, system, throttle
 from tuner.lab.model import Lab, LabBus, LabDisk
 from tuner.lab.queue import defaults, queue_engine, read_queue, write_queue
 from tuner.lab.record import LabRecord, Step, load_record, record_path
-from tuner.lab.spec import MIB, BusSpec, DiskSpec, LabSpec
+from tuner.lab.sizes import MIB
+from tuner.lab.spec import BusSpec, DiskSpec, LabSpec
 from tuner.lab.teardown import lab_lock, require_root, teardown
 from tuner.state import state_dir
 from tuner.tunables.engine import TunableEngine
@@ -34,7 +35,13 @@ from tuner.units import human_bytes
 SHM = Path("/dev/shm")
 RUN = Path("/run/iotuner-lab")
 MEMORY_MARGIN = 512 * MIB
-HDD_QUEUE = {"rotational": "1", "scheduler": "mq-deadline", "read_ahead_kb": "128"}
+# What the kernel would see on real drives: a hard disk rotational with mq-deadline, a flash
+# drive not rotational with none (as for an NVMe drive); the readahead written last, as
+# marking a queue rotational raises it (kernel 6.17+).
+MODEL_QUEUES = {
+    "hdd": {"rotational": "1", "scheduler": "mq-deadline", "read_ahead_kb": "128"},
+    "ssd": {"rotational": "0", "scheduler": "none", "read_ahead_kb": "128"},
+}
 EXT4_OPTIONS = ["-F", "-q", "-m", "0", "-N", "256", "-E", "lazy_itable_init=0,lazy_journal_init=0"]
 
 
@@ -218,9 +225,7 @@ class _Builder:
         pid = nbd.start(nbd.fuse_command(socket, mountpoint, pidfile), log, pidfile, "nbdfuse")
         self.record.finish(step, detail={"pid": pid})
         device = self.loop(fuse_file, disk.name, direct_io=True)
-        # What the kernel would see on a real hard disk: rotational, and so mq-deadline; the
-        # readahead written last, as marking a queue rotational raises it (kernel 6.17+).
-        refused = write_queue(self.engine, device, HDD_QUEUE)
+        refused = write_queue(self.engine, device, MODEL_QUEUES[disk.model.kind])
         if refused:
             raise system.LabError(f"cannot set up {device}: {'; '.join(refused)}")
         return LabDisk(

@@ -26,6 +26,7 @@
  *                 one with the shortest positioning time (seek + rotational wait) among the
  *                 oldest queue_depth waiting; 1 = first come, first served
  *   seed          the platter's angle at time 0: phase = frac(seed * 0.6180339887)
+ *   eio_*, slow_* faults (disk.h); a slow command's extra time also delays the head's stream
  *
  * Position of byte offset o: its zone z, track z * N + (o - start(z)) / track_bytes(z), and
  * angle frac((o - start(z)) / track_bytes(z)) (track skew hides track switches: a stream
@@ -56,6 +57,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "disk.h" /* the clock, number parsing, faults */
+
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 #define MAX_ZONES 64
 
@@ -70,7 +73,7 @@ static int64_t seed = 1;
 
 /* Geometry, fixed once configured. */
 static int fd = -1;
-static double T, phase, t_epoch;
+static double T, phase;
 static double zone_rate[MAX_ZONES];  /* bytes/s */
 static double zone_track[MAX_ZONES]; /* bytes per track */
 static double zone_start[MAX_ZONES]; /* first byte */
@@ -97,14 +100,6 @@ struct request {
 };
 static struct request *waiting; /* oldest first */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-
-static double
-now (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9 - t_epoch;
-}
 
 static double
 frac (double x)
@@ -260,25 +255,15 @@ dispatch (void)
   double s = busy_until > r->arrival ? busy_until : r->arrival;
   double positioning;
   r->done = service (r, s, 1, &positioning);
+  double extra = fault_extra (s, r->done - s);
+  if (extra > 0) { /* the drive turns slow: the head's stream falls behind by as much */
+    r->done += extra;
+    stream_t += extra;
+  }
   r->chosen = 1;
   busy = 1;
   busy_until = r->done;
   pthread_cond_signal (&r->cond);
-}
-
-static void
-sleep_until (double t)
-{
-  double abs = t + t_epoch;
-  struct timespec ts;
-  ts.tv_sec = (time_t) abs;
-  ts.tv_nsec = (long) ((abs - (double) ts.tv_sec) * 1e9);
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
-  while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-    ;
 }
 
 /* Queue the command, wait until the drive chooses it, then until the model says it is done.
@@ -286,6 +271,10 @@ sleep_until (double t)
 static int
 perform (void *buf, const void *wbuf, uint32_t count, uint64_t offset)
 {
+  if (fault_eio (offset, count)) {
+    nbdkit_set_error (EIO); /* not logged: a reader retrying would fill the log */
+    return -1;
+  }
   struct request r = { .off = offset, .len = count, .write = wbuf != NULL, .arrival = now () };
   ssize_t moved = wbuf ? pwrite (fd, wbuf, count, (off_t) offset)
                        : pread (fd, buf, count, (off_t) offset);
@@ -316,22 +305,11 @@ perform (void *buf, const void *wbuf, uint32_t count, uint64_t offset)
 }
 
 static int
-parse_double (const char *key, const char *value, double *out, double lo, double hi)
-{
-  char *end;
-  errno = 0;
-  double v = strtod (value, &end);
-  if (errno || end == value || *end || !(v >= lo && v <= hi)) {
-    nbdkit_error ("%s must be a number from %g to %g, got '%s'", key, lo, hi, value);
-    return -1;
-  }
-  *out = v;
-  return 0;
-}
-
-static int
 hdd_config (const char *key, const char *value)
 {
+  int fault = fault_config (key, value);
+  if (fault <= 0)
+    return fault;
   if (strcmp (key, "file") == 0) {
     file = value;
     return 0;
@@ -374,6 +352,8 @@ hdd_config_complete (void)
     nbdkit_error ("parameters out of range");
     return -1;
   }
+  if (fault_config_complete (size) < 0)
+    return -1;
   T = 60.0 / rpm;
   phase = frac ((double) seed * 0.6180339887498949);
   double per_track_row = 0;
@@ -401,9 +381,7 @@ hdd_get_ready (void)
     nbdkit_error ("open %s: %m", file);
     return -1;
   }
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  t_epoch = (double) ts.tv_sec; /* whole seconds: the phase stays the seed's */
+  clock_start (); /* whole seconds: the phase stays the seed's */
   return 0;
 }
 

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
-KINDS = ("hdd",)
+from tuner.lab.faults import NO_FAULTS, Faults
 
 
 @dataclass(frozen=True)
@@ -36,6 +35,7 @@ class HddModel:
     cache_kib: int = 4096
     queue_depth: int = 32
     seed: int = 1
+    faults: Faults = NO_FAULTS
 
     @property
     def rotation_s(self) -> float:
@@ -59,27 +59,8 @@ BOUNDS: dict[str, tuple[bool, float, float]] = {
 }
 
 
-def parse_model(raw: object, fail: Callable[[str], Exception]) -> HddModel:
-    """Check a spec's `model:` mapping against the allow-list; `fail(why)` builds the error."""
-    if not isinstance(raw, dict):
-        raise fail(f"model must be a mapping like {{kind: hdd, rpm: 7200}}, got {_kind(raw)}")
-    known = ("kind", *BOUNDS)
-    for key in raw:
-        if key not in known:
-            raise fail(f"model: unknown key {key!r} (known: {', '.join(known)})")
-    if raw.get("kind") not in KINDS:
-        raise fail(f"model: kind must be one of {', '.join(KINDS)}, got {raw.get('kind')!r}")
-    values: dict[str, Any] = {"kind": raw["kind"]}
-    for key, (integer, low, high) in BOUNDS.items():
-        if key not in raw:
-            continue
-        value = raw[key]
-        number = (int,) if integer else (int, float)
-        if isinstance(value, bool) or not isinstance(value, number) or not low <= value <= high:
-            what = "an integer" if integer else "a number"
-            raise fail(f"model: {key} must be {what} from {low:g} to {high:g}, got {value!r}")
-        values[key] = value if integer else float(value)
-    model = HddModel(**values)
+def check_model(model: HddModel, fail: Callable[[str], Exception]) -> None:
+    """What the bounds alone do not catch: an inner zone faster than the outer, and so on."""
     if model.inner_mbps > model.outer_mbps:
         raise fail(
             f"model: inner_mbps {model.inner_mbps:g} is above outer_mbps {model.outer_mbps:g} "
@@ -90,16 +71,6 @@ def parse_model(raw: object, fail: Callable[[str], Exception]) -> HddModel:
             f"model: seek_full_ms {model.seek_full_ms:g} is below seek_track_ms "
             f"{model.seek_track_ms:g}"
         )
-    return model
-
-
-def plugin_params(model: HddModel, size_bytes: int, data_file: str) -> list[str]:
-    """The key=value parameters `hdd.c` takes for this model over `data_file`."""
-    params = [f"file={data_file}", f"size={size_bytes}"]
-    for item in fields(model):
-        if item.name != "kind":
-            params.append(f"{item.name}={getattr(model, item.name)}")
-    return params
 
 
 @dataclass(frozen=True)
@@ -178,10 +149,6 @@ def zone_rate_mbps(model: HddModel, size_bytes: int, offset: int) -> float:
         if offset < start:
             return geo.rates[zone] / 1e6
     return geo.rates[-1] / 1e6
-
-
-def _kind(value: object) -> str:
-    return "nothing" if value is None else type(value).__name__
 
 
 def stream_mbps(model: HddModel, size_bytes: int, offset: int, length: int) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tuner.lab.hdd import HddModel
+from tuner.lab.modelled import Model
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,8 @@ class LabDisk:
     """An emulated disk: a loop device with MB/s and IOPS ceilings, on a bus or on its own.
 
     A modelled disk (`model` set) is a loop device over the file nbdfuse shows for an nbdkit
-    server running the model: no ceilings (`iops` 0), `read_mbps` its outer zone's rate.
+    server running the model: no ceilings (`iops` 0), `read_mbps` its nominal rate (an HDD's
+    outer zone, an SSD's interface).
     """
 
     name: str
@@ -33,7 +34,7 @@ class LabDisk:
     write_mbps: float
     iops: int
     size_bytes: int
-    model: HddModel | None = None
+    model: Model | None = None
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""A modelled disk's two processes: the nbdkit server running `hdd.c`, and nbdfuse, which shows
-the server's disk as one file a loop device can be attached to.
+"""A modelled disk's two processes: the nbdkit server running its model (`hdd.c`, `ssd.c`),
+and nbdfuse, which shows the server's disk as one file a loop device can be attached to.
 
 Both are found again by an argument only they carry (the server's socket path, the FUSE file's
 path; both unique to one lab), never by name alone, so `lab down` finds them after any crash,
@@ -18,10 +18,10 @@ from pathlib import Path
 
 from probes.hostfs import digits
 from tuner.lab import system
-from tuner.lab.hdd import HddModel, plugin_params
+from tuner.lab.modelled import Model, plugin_params, plugin_source
 
-PLUGIN_SOURCE = Path(__file__).with_name("hdd.c")
-# Compiled by nbdkit's cc plugin at start; no libm needed (sqrt is a single instruction).
+# Compiled by nbdkit's cc plugin at start (each includes disk.h from beside it); no libm
+# needed (sqrt is a single instruction).
 PLUGIN_CFLAGS = "EXTRA_CFLAGS=-O2 -fno-math-errno"
 # nbdfuse sends one command at a time on each connection, and its FUSE loop runs at most 10
 # worker threads (libfuse's default; nbdfuse 1.14 cannot change it): 16 connections let all
@@ -36,7 +36,7 @@ FUSE_FILE = "disk"
 
 
 def server_command(
-    model: HddModel, size_bytes: int, data: Path, socket: Path, pidfile: Path
+    model: Model, size_bytes: int, data: Path, socket: Path, pidfile: Path
 ) -> list[str]:
     """nbdkit serving the model over `data` on a Unix socket.
 
@@ -45,7 +45,7 @@ def server_command(
     """
     return [
         "nbdkit", "--unix", str(socket), "--pidfile", str(pidfile), "--log=stderr",
-        "--threads", str(SERVER_THREADS), "cc", str(PLUGIN_SOURCE), PLUGIN_CFLAGS,
+        "--threads", str(SERVER_THREADS), "cc", str(plugin_source(model)), PLUGIN_CFLAGS,
         *plugin_params(model, size_bytes, str(data)),
     ]  # fmt: skip
 

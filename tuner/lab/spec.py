@@ -14,13 +14,13 @@ from typing import Any
 import yaml
 
 from tuner.errors import BadInput
-from tuner.lab.hdd import HddModel, parse_model
+from tuner.lab.modelled import Model, nominal_mbps, parse_model
+from tuner.lab.sizes import MIB, parse_size
 from tuner.yaml_text import yaml_error
 
 SPECS_DIR = Path(__file__).with_name("specs")
 STRIPES = ("btrfs-raid0",)
 FILE_SYSTEMS = ("xfs", "ext4")
-MIB = 1 << 20
 MIN_DISK_BYTES = 64 * MIB
 # mkfs.xfs refuses file systems below 300 MiB; btrfs needs room for its chunks on each member.
 MIN_FS_BYTES = {"xfs": 300 * MIB, "ext4": 64 * MIB}
@@ -30,8 +30,6 @@ MIN_MODEL_BYTES = 256 * MIB
 # a member's IOPS cap also caps its bandwidth at iops x 64 KiB (docs/design.md, "Things learned").
 BTRFS_PIECE_BYTES = 64 * 1024
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KiB|MiB|GiB|TiB)?\s*$")
-_UNITS = {None: 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
 
 
 @dataclass(frozen=True)
@@ -48,7 +46,8 @@ class DiskSpec:
     """A disk: MB/s and IOPS ceilings, a size, the bus it sits on and an optional file system.
 
     A modelled disk (`model` set) has no ceilings: its timing is its model's, served by nbdkit;
-    `read_mbps` and `write_mbps` are then its outer zone's media rate and `iops` is 0.
+    `read_mbps` and `write_mbps` are then its nominal rate (an HDD's outer zone, an SSD's
+    interface) and `iops` is 0.
     """
 
     name: str
@@ -58,7 +57,7 @@ class DiskSpec:
     iops: int
     size_bytes: int
     fs: str | None
-    model: HddModel | None = None
+    model: Model | None = None
 
 
 @dataclass(frozen=True)
@@ -103,17 +102,6 @@ def parse_spec(text: str, source: str, default_name: str) -> LabSpec:
     except yaml.YAMLError as err:
         raise BadInput(yaml_error(source, err)) from None
     return _Checker(source).spec(data, default_name)
-
-
-def parse_size(value: object) -> int | None:
-    """'1GiB', '1536MiB', '1.5GiB' or an integer number of bytes -> bytes; None if malformed."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if not isinstance(value, str) or not (match := _SIZE.match(value)):
-        return None
-    return int(float(match.group(1)) * _UNITS[match.group(2)])
 
 
 class _Checker:
@@ -224,8 +212,8 @@ class _Checker:
             raise self.fail(where, "a modelled disk sits on no bus (shared buses are not modelled)")
         if disk.size_bytes < MIN_MODEL_BYTES:
             raise self.fail(where, f"a modelled disk needs at least {MIN_MODEL_BYTES // MIB} MiB")
-        model = parse_model(entry["model"], lambda why: self.fail(where, why))
-        rate = model.outer_mbps
+        model = parse_model(entry["model"], disk.size_bytes, lambda why: self.fail(where, why))
+        rate = nominal_mbps(model)
         return DiskSpec(disk.name, None, rate, rate, 0, disk.size_bytes, disk.fs, model)
 
     def stripe(self, value: object, disks: tuple[DiskSpec, ...]) -> str | None:

@@ -1,0 +1,125 @@
+/* What iotuner's modelled disks (hdd.c, ssd.c) share: the clock, sleeping to a deadline,
+ * parameter parsing, and faults. Included by each plugin (nbdkit's cc plugin compiles one
+ * file; `#include "disk.h"` finds this one beside it), never compiled alone.
+ *
+ * Times are seconds on CLOCK_MONOTONIC since t_epoch (whole seconds, so the HDD's platter
+ * phase stays its seed's).
+ *
+ * Faults (parameters, checked again in tuner/lab/faults.py, which is what users write):
+ *   eio_start, eio_length  the bytes [start, start + length) are bad: a read or write that
+ *                          touches any of them fails with EIO at once, moving no data and
+ *                          taking no modelled time (a real drive retries first; its timeouts
+ *                          are not modelled); length 0: no bad region
+ *   slow_after_s, slow_for_s, slow_factor
+ *                          from slow_after_s after the server is ready, for slow_for_s, every
+ *                          command that starts service is slow_factor times as long (the
+ *                          model's own time, from its start to done); factor 1: never slow
+ */
+#ifndef IOTUNER_DISK_H
+#define IOTUNER_DISK_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double t_epoch;
+static int64_t eio_start, eio_length;
+static double slow_after_s, slow_for_s, slow_factor = 1;
+static double t_ready; /* when the server became ready, on the model's clock */
+
+static double
+now (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9 - t_epoch;
+}
+
+/* Start the model's clock: called once, from get_ready. */
+static void
+clock_start (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  t_epoch = (double) ts.tv_sec;
+  t_ready = now ();
+}
+
+static void
+sleep_until (double t)
+{
+  double abs = t + t_epoch;
+  struct timespec ts;
+  ts.tv_sec = (time_t) abs;
+  ts.tv_nsec = (long) ((abs - (double) ts.tv_sec) * 1e9);
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+    ;
+}
+
+static int
+parse_double (const char *key, const char *value, double *out, double lo, double hi)
+{
+  char *end;
+  errno = 0;
+  double v = strtod (value, &end);
+  if (errno || end == value || *end || !(v >= lo && v <= hi)) {
+    nbdkit_error ("%s must be a number from %g to %g, got '%s'", key, lo, hi, value);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+/* A fault's key=value: 0 taken, -1 bad value, 1 not a fault's key. */
+static int
+fault_config (const char *key, const char *value)
+{
+  if (strcmp (key, "eio_start") == 0)
+    return nbdkit_parse_int64_t (key, value, &eio_start);
+  if (strcmp (key, "eio_length") == 0)
+    return nbdkit_parse_int64_t (key, value, &eio_length);
+  if (strcmp (key, "slow_after_s") == 0)
+    return parse_double (key, value, &slow_after_s, 0, 86400);
+  if (strcmp (key, "slow_for_s") == 0)
+    return parse_double (key, value, &slow_for_s, 0, 86400);
+  if (strcmp (key, "slow_factor") == 0)
+    return parse_double (key, value, &slow_factor, 1, 1000);
+  return 1;
+}
+
+/* 0 if the fault parameters fit a disk of `size` bytes. */
+static int
+fault_config_complete (int64_t size)
+{
+  if (eio_start < 0 || eio_length < 0 || eio_length > size || eio_start > size - eio_length) {
+    nbdkit_error ("eio_start/eio_length outside the disk");
+    return -1;
+  }
+  return 0;
+}
+
+/* True if [off, off + len) touches the bad region. */
+static int
+fault_eio (uint64_t off, uint32_t len)
+{
+  return eio_length > 0 && (int64_t) off < eio_start + eio_length &&
+         (int64_t) (off + len) > eio_start;
+}
+
+/* How much longer a command that starts at s and would take `duration` takes. */
+static double
+fault_extra (double s, double duration)
+{
+  double from = t_ready + slow_after_s;
+  if (slow_factor == 1 || s < from || s >= from + slow_for_s)
+    return 0;
+  return duration * (slow_factor - 1);
+}
+
+#endif
