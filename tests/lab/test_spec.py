@@ -23,7 +23,7 @@ disks:
 
 def test_builtins() -> None:
     assert builtin_spec_names() == [
-        "hdd", "single-disk", "stripe", "three-disks-one-bus", "two-buses"
+        "hdd", "single-disk", "ssd", "stripe", "three-disks-one-bus", "two-buses"
     ]  # fmt: skip
     for name in builtin_spec_names():
         spec = load_spec(name)
