@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tuner.lab import lab_down, system, throttle
+from tuner.lab.nbd import processes_using
 from tuner.lab.record import LabRecord, load_record
 
 
@@ -54,3 +55,12 @@ def assert_nothing_left(record: LabRecord) -> None:
         if step.kind == "throttle":
             where = str(step.detail.get("where", "v1"))
             assert not any(throttle.read_caps(where, step.target).as_dict().values()), step
+
+
+def assert_no_server_left(record: LabRecord) -> None:
+    """Beyond assert_nothing_left: no nbdkit or nbdfuse of this lab, no FUSE mount."""
+    assert_nothing_left(record)
+    for root in (f"/dev/shm/iotuner-lab-{record.lab_id}", f"/run/iotuner-lab/{record.lab_id}"):
+        for program in ("nbdkit", "nbdfuse"):
+            assert processes_using(root, program) == [], (program, root)
+        assert not any(p.startswith(root) for _, p in system.mounts())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Sequence
+from typing import Any
 
 
 def direct_read_mbps(devices: Sequence[str], block: str = "1M", seconds: int = 3) -> float:
@@ -18,3 +19,18 @@ def direct_read_mbps(devices: Sequence[str], block: str = "1M", seconds: int = 3
         cmd += [f"--name=d{index}", f"--filename={device}"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True)
     return float(json.loads(done.stdout)["jobs"][0]["read"]["bw_bytes"]) / 1e6
+
+
+def fio_job(
+    device: str, rw: str, block: str, depth: int, seconds: float, *extra: str, ramp: float = 1
+) -> dict[str, Any]:
+    """One fio job on `device` with direct I/O (libaio); its JSON section for `rw`'s direction."""
+    cmd = [
+        "fio", "--output-format=json", "--name=j", f"--filename={device}", f"--rw={rw}",
+        f"--bs={block}", f"--iodepth={depth}", "--ioengine=libaio", "--direct=1",
+        f"--ramp_time={ramp:g}", f"--runtime={seconds:g}", "--time_based", "--randseed=7",
+        *extra,
+    ]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
+    job = json.loads(done.stdout)["jobs"][0]
+    return dict(job["write" if "write" in rw else "read"])

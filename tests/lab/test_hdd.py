@@ -11,44 +11,22 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
 
 from tests.cli import iotuner
-from tests.lab.conftest import assert_nothing_left, snapshot
-from tuner.lab import lab_down, lab_up, load_spec, parse_spec, system
+from tests.lab.conftest import assert_no_server_left, snapshot
+from tests.lab.fio import fio_job as fio
+from tuner.lab import lab_down, lab_up, load_spec, parse_spec
 from tuner.lab.hdd import random_read_s, stream_mbps
-from tuner.lab.nbd import processes_using
 from tuner.lab.queue import read_queue
-from tuner.lab.record import LabRecord, Step, load_record
+from tuner.lab.record import Step, load_record
 from tuner.tunables.access import Tunables
 
 pytestmark = pytest.mark.lab
 
 MIB = 1 << 20
-
-
-def fio(device: str, rw: str, block: str, depth: int, seconds: int, *extra: str) -> dict[str, Any]:
-    """One fio job on `device` with direct I/O; its JSON section for `rw`'s direction."""
-    cmd = [
-        "fio", "--output-format=json", "--name=j", f"--filename={device}", f"--rw={rw}",
-        f"--bs={block}", f"--iodepth={depth}", "--ioengine=libaio", "--direct=1",
-        "--ramp_time=1", f"--runtime={seconds}", "--time_based", "--randseed=7", *extra,
-    ]  # fmt: skip
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
-    job = json.loads(done.stdout)["jobs"][0]
-    return dict(job["write" if "write" in rw else "read"])
-
-
-def assert_no_server_left(record: LabRecord) -> None:
-    """Beyond assert_nothing_left: no nbdkit or nbdfuse of this lab, no FUSE mount."""
-    assert_nothing_left(record)
-    for root in (f"/dev/shm/iotuner-lab-{record.lab_id}", f"/run/iotuner-lab/{record.lab_id}"):
-        for program in ("nbdkit", "nbdfuse"):
-            assert processes_using(root, program) == [], (program, root)
-        assert not any(p.startswith(root) for _, p in system.mounts())
 
 
 def test_random_reads_at_depth_1_take_a_seek_and_half_a_turn(state: Path) -> None:
