@@ -35,14 +35,14 @@ MIB = 1 << 20
 
 
 def fio(device: str, rw: str, block: str, depth: int, seconds: float, *extra: str) -> Any:
-    """One direct-I/O fio job; its read section."""
+    """One direct-I/O fio job; its section for `rw`'s direction."""
     cmd = [
         "fio", "--output-format=json", "--name=j", f"--filename={device}", f"--rw={rw}",
         f"--bs={block}", f"--iodepth={depth}", "--ioengine=libaio", "--direct=1",
         "--ramp_time=1", f"--runtime={seconds:g}", "--time_based", *extra,
     ]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60, check=True)
-    return json.loads(done.stdout)["jobs"][0]["read"]
+    return json.loads(done.stdout)["jobs"][0]["write" if "write" in rw else "read"]
 
 
 def cpu_seconds(pids: list[int]) -> float:
