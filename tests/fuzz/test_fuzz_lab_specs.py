@@ -1,4 +1,5 @@
-"""Fuzzing a lab spec's modelled disk: generated `model:` mappings through parse_spec.
+"""Fuzzing a lab spec's modelled disk (HDD or SSD, with faults): generated `model:` mappings
+through parse_spec.
 
 Every spec is read into a model whose parameters are within their bounds, or refused with one
 line naming the file, the disk and the field.
@@ -14,8 +15,10 @@ from hypothesis import strategies as st
 
 from tests.fuzz.common import FUZZ, note, refused_well, within
 from tuner.errors import BadInput
-from tuner.lab import parse_spec
-from tuner.lab.hdd import BOUNDS
+from tuner.lab import hdd, parse_spec, ssd
+from tuner.lab.hdd import HddModel
+
+BOUNDS = {"hdd": hdd.BOUNDS, "ssd": ssd.BOUNDS}
 
 _scalar = st.one_of(
     st.booleans(), st.none(), st.integers(-(2**70), 2**70),
@@ -23,7 +26,7 @@ _scalar = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=12),
     st.lists(st.integers(), max_size=3),
 )  # fmt: skip
-_keys = st.sampled_from(["kind", *BOUNDS, "speed", "", "rpm "])
+_keys = st.sampled_from(["kind", *hdd.BOUNDS, *ssd.BOUNDS, "eio", "slow", "speed", "", "rpm "])
 
 
 def _near(integer: bool, low: float, high: float) -> st.SearchStrategy[object]:
@@ -32,13 +35,36 @@ def _near(integer: bool, low: float, high: float) -> st.SearchStrategy[object]:
     return st.one_of(*[inside] * 12, st.sampled_from([low - 1, high + 1]), _scalar)
 
 
-_mostly_valid = st.fixed_dictionaries(
-    {"kind": st.just("hdd")},
-    optional={key: _near(*bounds) for key, bounds in BOUNDS.items()},
-)
+_sizes = st.one_of(st.integers(-1, 2**31), st.sampled_from(["1MiB", "512MiB", "1GiB", "x"]))
+# Half well formed, half hostile (one_of picks its branches evenly).
+_faults = {
+    "eio": st.one_of(
+        st.lists(st.integers(1, 64 << 20), min_size=2, max_size=2),
+        st.one_of(st.lists(_sizes, min_size=2, max_size=2), _scalar),
+    ),
+    "slow": st.one_of(
+        st.fixed_dictionaries(
+            {"after_s": _near(False, 0, 86400), "for_s": _near(False, 0, 86400),
+             "factor": _near(False, 1, 1000)}
+        ),
+        st.one_of(
+            st.dictionaries(st.sampled_from(["after_s", "for_s", "factor", "x"]), _scalar),
+            _scalar,
+        ),
+    ),
+}  # fmt: skip
+
+
+def _mostly_valid(kind: str) -> st.SearchStrategy[dict[str, object]]:
+    return st.fixed_dictionaries(
+        {"kind": st.just(kind)},
+        optional={**{key: _near(*b) for key, b in BOUNDS[kind].items()}, **_faults},
+    )
+
+
 _models = st.one_of(
-    _mostly_valid,
-    _mostly_valid,
+    _mostly_valid("hdd"),
+    _mostly_valid("ssd"),
     st.dictionaries(_keys, _scalar, max_size=8),
     st.builds(lambda extra: {"kind": "hdd", **extra}, st.dictionaries(_keys, _scalar, max_size=6)),
     _scalar,
@@ -62,9 +88,13 @@ def test_a_generated_model_is_read_in_bounds_or_refused_in_one_line(
     note("accepted")
     disk = spec.disks[0]
     assert disk.model is not None and disk.iops == 0
-    for key, (integer, low, high) in BOUNDS.items():
+    for key, (integer, low, high) in BOUNDS[disk.model.kind].items():
         value = getattr(disk.model, key)
         assert not isinstance(value, bool) and low <= value <= high, (key, value)
         assert isinstance(value, int) if integer else math.isfinite(value)
-    assert disk.model.inner_mbps <= disk.model.outer_mbps
-    assert disk.model.seek_track_ms <= disk.model.seek_full_ms
+    faults = disk.model.faults
+    assert 0 <= faults.eio_start <= faults.eio_start + faults.eio_length <= disk.size_bytes
+    assert 1 <= faults.slow_factor <= 1000 and math.isfinite(faults.slow_for_s)
+    if isinstance(disk.model, HddModel):
+        assert disk.model.inner_mbps <= disk.model.outer_mbps
+        assert disk.model.seek_track_ms <= disk.model.seek_full_ms
