@@ -1,8 +1,9 @@
 """The modelled hard disk's parameters: their allow-list and bounds, and the model's formulas.
 
 The model itself runs in `hdd.c` (an nbdkit plugin; its header comment gives every formula).
-This module checks what a spec asks for, turns it into the plugin's parameters, and computes
-what the model predicts, so tests and docs can hold the served disk against its formula:
+This module holds what a spec may ask for (`modelled.py` reads the `model:` map and builds the
+plugin's parameters) and computes what the model predicts, so tests and docs can hold the
+served disk against its formula:
 
     T            = 60 / rpm                                  one rotation
     rate(z)      = outer - (outer - inner) * z / (zones - 1)  zone z's media rate (z = 0 outer)
