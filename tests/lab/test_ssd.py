@@ -24,6 +24,8 @@ from tests.cli import iotuner
 from tests.lab.conftest import assert_no_server_left, snapshot
 from tests.lab.fio import fio_job as fio
 from tuner.lab import lab_down, lab_up, load_spec, parse_spec
+from tuner.lab.modelled import SOURCES
+from tuner.lab.nbd import PLUGIN_CFLAGS
 from tuner.lab.ssd import SsdModel, iops, service_s
 
 pytestmark = pytest.mark.lab
@@ -172,3 +174,34 @@ def test_a_server_killed_mid_read_fails_the_reader_then_down_leaves_nothing(
     assert "removed fuse mount" in down.stdout and "removed loop /dev/loop" in down.stdout
     assert_no_server_left(record)
     assert lab_down() == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "param", "message"),
+    [
+        ("ssd", "channels=0", "parameters out of range"),
+        ("ssd", "read_us=-1", "read_us must be a number from 0 to"),
+        ("ssd", "speed=3", "unknown parameter 'speed'"),
+        ("ssd", f"eio_start={256 * MIB}", "eio_start/eio_length outside the disk"),
+        ("hdd", "slow_factor=0.5", "slow_factor must be a number from 1 to 1000"),
+        ("ssd", "channels=8", None),  # and what is in range serves
+        ("hdd", "slow_factor=4", None),
+    ],
+)
+def test_the_plugins_check_their_parameters_again(
+    tmp_path: Path, kind: str, param: str, message: str | None
+) -> None:
+    """What reaches nbdkit without the spec's checks (a hand-run server) is refused there too."""
+    data = tmp_path / "d.data"
+    data.write_bytes(b"")
+    os.truncate(data, 256 * MIB)
+    cmd = [
+        "nbdkit", "-U", "-", "cc", str(SOURCES[kind]), PLUGIN_CFLAGS, f"file={data}",
+        f"size={256 * MIB}", "eio_length=4096", param, "--run", "true",
+    ]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if message is None:
+        assert done.returncode == 0, done.stderr
+    else:
+        assert done.returncode != 0
+        assert message in done.stderr
