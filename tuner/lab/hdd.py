@@ -10,6 +10,8 @@ served disk against its formula:
     track(z)     = rate(z) * T                               bytes per track in zone z
     seek(d)      = track_ms + (full_ms - track_ms) * sqrt((d - 1) / (C - 1)),  seek(0) = 0
     random read  = overhead + E[seek] + T / 2 + block / E[rate]   (depth 1, uniform offsets)
+    half power   = (overhead + E[seek] + T / 2) * E[rate]   the random read size whose
+                   throughput is half the media rate (positioning time = transfer time)
 """
 
 from __future__ import annotations
@@ -129,16 +131,32 @@ def mean_random_seek_s(model: HddModel, size_bytes: int, steps: int = 400) -> fl
     return total / steps**2
 
 
+def mean_rate(model: HddModel, size_bytes: int) -> float:
+    """The media rate (bytes/s) averaged over the disk's bytes."""
+    geo = geometry(model, size_bytes)
+    return sum(geo.zone_bytes(z) * r for z, r in enumerate(geo.rates)) / size_bytes
+
+
+def positioning_s(model: HddModel, size_bytes: int) -> float:
+    """A random read's mean time before its transfer: overhead + E[seek] + half a turn."""
+    seek = mean_random_seek_s(model, size_bytes)
+    return model.overhead_ms / 1e3 + seek + model.rotation_s / 2
+
+
 def random_read_s(model: HddModel, size_bytes: int, block: int) -> float:
     """The model's mean service time of a random `block`-byte read at depth 1."""
-    geo = geometry(model, size_bytes)
-    mean_rate = sum(geo.zone_bytes(z) * r for z, r in enumerate(geo.rates)) / size_bytes
-    return (
-        model.overhead_ms / 1e3
-        + mean_random_seek_s(model, size_bytes)
-        + model.rotation_s / 2
-        + block / mean_rate
-    )
+    return positioning_s(model, size_bytes) + block / mean_rate(model, size_bytes)
+
+
+def random_read_mbps(model: HddModel, size_bytes: int, block: int) -> float:
+    """MB/s of random `block`-byte reads at depth 1 over the whole disk."""
+    return block / random_read_s(model, size_bytes, block) / 1e6
+
+
+def half_power_bytes(model: HddModel, size_bytes: int) -> float:
+    """The random read size at which depth 1 gets half the media rate (the papers' half-power
+    point): positioning time and transfer time equal."""
+    return positioning_s(model, size_bytes) * mean_rate(model, size_bytes)
 
 
 def zone_rate_mbps(model: HddModel, size_bytes: int, offset: int) -> float:

@@ -36,9 +36,15 @@ FUSE_FILE = "disk"
 
 
 def server_command(
-    model: Model, size_bytes: int, data: Path, socket: Path, pidfile: Path
+    model: Model,
+    size_bytes: int,
+    data: Path,
+    socket: Path,
+    pidfile: Path,
+    bus: tuple[str, float] | None = None,
 ) -> list[str]:
-    """nbdkit serving the model over `data` on a Unix socket.
+    """nbdkit serving the model over `data` on a Unix socket; `bus` (its word's file, its
+    MB/s) when the disk sits on a modelled bus.
 
     nbdkit forks into the background itself (and writes `pidfile` once it serves): run in the
     foreground as a child of iotuner, it ends when iotuner does (seen here with nbdkit 1.32).
@@ -47,6 +53,7 @@ def server_command(
         "nbdkit", "--unix", str(socket), "--pidfile", str(pidfile), "--log=stderr",
         "--threads", str(SERVER_THREADS), "cc", str(plugin_source(model)), PLUGIN_CFLAGS,
         *plugin_params(model, size_bytes, str(data)),
+        *([f"bus_file={bus[0]}", f"bus_mbps={bus[1]:g}"] if bus else []),
     ]  # fmt: skip
 
 
