@@ -115,10 +115,10 @@ def seek_s(model: HddModel, distance: float, tracks: int) -> float:
     return (track + (full - track) * math.sqrt(span)) / 1e3
 
 
-def mean_random_seek_s(model: HddModel, size_bytes: int, steps: int = 400) -> float:
-    """E[seek] between two offsets drawn uniformly over the disk's bytes (midpoint rule)."""
+def track_quantiles(model: HddModel, size_bytes: int, steps: int = 400) -> list[float]:
+    """The track (a continuous coordinate) at `steps` evenly spaced byte quantiles: where
+    uniformly drawn offsets land (outer zones hold more bytes per track)."""
     geo = geometry(model, size_bytes)
-    # Track (as a continuous coordinate) at each byte quantile: outer zones hold more bytes.
     positions = []
     for i in range(steps):
         offset = (i + 0.5) * size_bytes / steps
@@ -127,7 +127,14 @@ def mean_random_seek_s(model: HddModel, size_bytes: int, steps: int = 400) -> fl
             start += geo.zone_bytes(zone)
             zone += 1
         positions.append(zone * geo.tracks_per_zone + (offset - start) / geo.track_bytes[zone])
-    total = sum(seek_s(model, abs(a - b), geo.tracks) for a in positions for b in positions)
+    return positions
+
+
+def mean_random_seek_s(model: HddModel, size_bytes: int, steps: int = 400) -> float:
+    """E[seek] between two offsets drawn uniformly over the disk's bytes (midpoint rule)."""
+    tracks = geometry(model, size_bytes).tracks
+    positions = track_quantiles(model, size_bytes, steps)
+    total = sum(seek_s(model, abs(a - b), tracks) for a in positions for b in positions)
     return total / steps**2
 
 

@@ -9,16 +9,21 @@ RAID controller shows the kernel: the members are not block devices of their own
     raid5 small write (inside one unit): read old data, read old parity, write both: 4 member
                      commands, and the writes wait about one turn for the sectors just read
     raid5 full-stripe write: members writes, no reads
+    raid5 small write at depth 1 ~ E[max(R1, R2)] + T: the later of two random reads on two
+                     members (R = overhead + seek + rotational wait + transfer), then a turn
+                     until the sector just read is under the head again, and its write
 """
 
 from __future__ import annotations
 
+import random
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tuner.lab.faults import NO_FAULTS, Faults
-from tuner.lab.hdd import HddModel
+from tuner.lab.hdd import HddModel, geometry, mean_rate, seek_s, track_quantiles
+from tuner.lab.hdd import random_read_s as hdd_random_read_s
 
 KINDS = ("raid0", "raid5")
 MAX_MEMBERS = 16
@@ -60,6 +65,28 @@ class RaidModel:
         """Each member's size for an array of `size_bytes` of data."""
         unit = self.stripe_kib * 1024
         return -(-size_bytes // self.full_stripe_bytes) * unit
+
+
+def random_read_s(model: RaidModel, size_bytes: int, block: int) -> float:
+    """A random `block`-byte read inside one unit at depth 1: one member's random read."""
+    return hdd_random_read_s(model.member, model.member_bytes(size_bytes), block)
+
+
+def small_write_s(model: RaidModel, size_bytes: int, block: int, samples: int = 20000) -> float:
+    """A raid5 write of `block` bytes inside one unit at depth 1: E[max(R1, R2)] + T, the
+    expectation taken over `samples` draws (seeded: the same figure every time)."""
+    drive, member = model.member, model.member_bytes(size_bytes)
+    tracks = geometry(drive, member).tracks
+    positions = track_quantiles(drive, member)
+    transfer = block / mean_rate(drive, member)
+    draw = random.Random(1)
+
+    def one_read() -> float:
+        seek = seek_s(drive, abs(draw.choice(positions) - draw.choice(positions)), tracks)
+        return drive.overhead_ms / 1e3 + seek + draw.random() * drive.rotation_s + transfer
+
+    later = sum(max(one_read(), one_read()) for _ in range(samples)) / samples
+    return later + drive.rotation_s
 
 
 def member_commands(model: RaidModel, offset: int, length: int, write: bool) -> tuple[int, int]:
