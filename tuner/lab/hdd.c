@@ -37,7 +37,8 @@ static int64_t size = -1;
 static int fd = -1;
 static struct drive the_drive;
 
-/* Move the data, then wait as long as the model says: the copy costs the model nothing. */
+/* Move the data, then wait as long as the model says: the copy is inside the modelled time
+ * (the command arrived before it), so it costs the model nothing. */
 static int
 perform (void *buf, const void *wbuf, uint32_t count, uint64_t offset)
 {
@@ -45,6 +46,7 @@ perform (void *buf, const void *wbuf, uint32_t count, uint64_t offset)
     nbdkit_set_error (EIO); /* not logged: a reader retrying would fill the log */
     return -1;
   }
+  double arrival = now ();
   ssize_t moved = wbuf ? pwrite (fd, wbuf, count, (off_t) offset)
                        : pread (fd, buf, count, (off_t) offset);
   if (moved != (ssize_t) count) {
@@ -54,7 +56,7 @@ perform (void *buf, const void *wbuf, uint32_t count, uint64_t offset)
     return -1;
   }
   struct command c = { .drive = &the_drive, .off = offset, .len = count, .write = wbuf != NULL };
-  run_commands (&c, 1);
+  run_commands (&c, 1, arrival);
   return 0;
 }
 

@@ -273,11 +273,11 @@ release (struct command *c)
   c->done = bus_cross (c->done, c->len);
 }
 
-/* Queue n commands (their drive, off, len and write set) at once, wait until each drive has
- * served its own (each drive freed the moment its command is done, so the next one is chosen
- * then), and return when the last one's bytes are across the bus. */
+/* Queue n commands (their drive, off, len and write set), all arrived at `arrival`, wait
+ * until each drive has served its own (each drive freed the moment its command is done, so
+ * the next one is chosen then), and return when the last one's bytes are across the bus. */
 static void
-run_commands (struct command *cmds, int n)
+run_commands (struct command *cmds, int n, double arrival)
 {
   struct waiter w;
   pthread_condattr_t attr;
@@ -285,7 +285,7 @@ run_commands (struct command *cmds, int n)
   pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
   pthread_cond_init (&w.cond, &attr);
   pthread_condattr_destroy (&attr);
-  double arrival = now (), last = arrival;
+  double last = arrival;
   pthread_mutex_lock (&lock);
   for (int i = 0; i < n; i++) {
     struct command *c = &cmds[i];

@@ -101,9 +101,9 @@ add (struct plan *p, int m, uint64_t off, uint64_t len, int write)
   };
 }
 
-/* Queue a phase's commands, wait for them, and count them. */
+/* Queue a phase's commands, arrived at `arrival`, wait for them, and count them. */
 static void
-run (struct plan *p)
+run (struct plan *p, double arrival)
 {
   if (p->n == 0)
     return;
@@ -113,7 +113,7 @@ run (struct plan *p)
     count (8 + 4 * m + w, 1);
     count (10 + 4 * m + w, p->cmds[i].len);
   }
-  run_commands (p->cmds, p->n);
+  run_commands (p->cmds, p->n, arrival);
 }
 
 /* Plan [off, off + len) stripe by stripe into reads and writes. */
@@ -160,6 +160,7 @@ perform (void *buf, const void *wbuf, uint32_t count_, uint64_t offset)
     nbdkit_set_error (EIO); /* not logged: a reader retrying would fill the log */
     return -1;
   }
+  double arrival = now (); /* the copy below is inside the modelled time */
   ssize_t moved = wbuf ? pwrite (fd, wbuf, count_, (off_t) offset)
                        : pread (fd, buf, count_, (off_t) offset);
   if (moved != (ssize_t) count_) {
@@ -181,8 +182,8 @@ perform (void *buf, const void *wbuf, uint32_t count_, uint64_t offset)
   plan_init (&writes, cmds + most);
   count (wbuf ? 2 : 1, 1);
   plan_request (offset, count_, wbuf != NULL, &reads, &writes);
-  run (&reads);
-  run (&writes);
+  run (&reads, arrival);
+  run (&writes, reads.n ? now () : arrival); /* a read-modify-write's writes wait for reads */
   free (cmds);
   return 0;
 }
