@@ -17,7 +17,7 @@ from tests.lab.fio import fio_job
 from tuner.lab import lab_up, load_spec
 from tuner.lab.modelled import SOURCES
 from tuner.lab.nbd import PLUGIN_CFLAGS
-from tuner.lab.raid import RaidModel, RaidStats, member_commands, read_stats
+from tuner.lab.raid import RaidModel, RaidStats, member_commands, read_stats, small_write_s
 
 pytestmark = pytest.mark.lab
 
@@ -32,18 +32,24 @@ def test_small_writes_cost_four_member_commands_full_stripes_no_read(state: Path
     assert len(lab.disks) == 1  # the members are no block devices: the controller hides them
     stats = Path(f"/dev/shm/iotuner-lab-{snapshot(state).lab_id}/{disk.name}.stats")
 
-    def counted(rw: str, block: str, depth: int) -> tuple[dict[str, Any], RaidStats]:
+    def counted(rw: str, block: str, depth: int, *extra: str) -> tuple[dict[str, Any], RaidStats]:
         before = read_stats(stats)
-        job = fio_job(disk.device, rw, block, depth, 2, ramp=0)
+        job = fio_job(disk.device, rw, block, depth, 2, *extra, ramp=0)
         return job, read_stats(stats) - before
 
+    stripe = f"{model.full_stripe_bytes // KIB}k"
     reads, _ = counted("randread", "4k", 1)
     small, cost = counted("randwrite", "4k", 1)
-    full, whole = counted("write", f"{model.full_stripe_bytes // KIB}k", 4)
+    full, whole = counted("write", stripe, 4)
+    # The same writes one unit off the stripes' start (lesson stripe-alignment): each now
+    # covers the ends of two stripes, both read-modify-written.
+    askew, split = counted("write", stripe, 4, f"--offset={model.stripe_kib}k")
     assert member_commands(model, 4 * KIB, 4 * KIB, True) == (2, 2)
-    print(f"4 KiB random writes: {small['iops']:.1f} IOPS, {cost}; 4 KiB random reads "
-          f"{reads['iops']:.1f} IOPS; 192 KiB sequential writes: {full['bw_bytes'] / 1e6:.1f} "
-          f"MB/s, {whole}")  # fmt: skip
+    expected_s = small_write_s(model, disk.size_bytes, 4096)  # 23.9 ms
+    print(f"4 KiB random writes: {small['iops']:.1f} IOPS, {small['lat_ns']['mean'] / 1e6:.2f} "
+          f"ms (model {expected_s * 1e3:.2f}), {cost}; 4 KiB random reads "
+          f"{reads['iops']:.1f} IOPS; {stripe} writes: {full['bw_bytes'] / 1e6:.1f} MB/s, "
+          f"{whole}; one unit off: {askew['bw_bytes'] / 1e6:.1f} MB/s, {split}")  # fmt: skip
     # Every request reached the set whole (the kernel split none), so the counts are exact.
     assert cost.write_requests == pytest.approx(small["total_ios"], abs=2)
     assert cost.rmw_stripes == cost.write_requests and cost.whole_stripes == 0
@@ -52,9 +58,12 @@ def test_small_writes_cost_four_member_commands_full_stripes_no_read(state: Path
     assert whole.whole_stripes == whole.write_requests and whole.rmw_stripes == 0
     assert sum(whole.member_reads) == 0
     assert sum(whole.member_writes) == model.members * whole.write_requests
-    # In time: a small write waits for two reads, then about a turn for its writes: measured
-    # x 2.1-2.3 a random read's latency (one member command) here; 1.6 allowed.
-    assert small["lat_ns"]["mean"] > 1.6 * reads["lat_ns"]["mean"]
+    assert split.whole_stripes == 0 and split.rmw_stripes == 2 * split.write_requests
+    assert sum(split.member_reads) > 0 and askew["bw_bytes"] < 0.5 * full["bw_bytes"]
+    # In time: a small write waits for the later of two reads, then about a turn for its
+    # writes: E[max(R1, R2)] + T, against one member command for a read.
+    assert small["lat_ns"]["mean"] / 1e9 == pytest.approx(expected_s, rel=0.12)
+    assert small["lat_ns"]["mean"] > 1.5 * reads["lat_ns"]["mean"]
 
 
 def test_the_set_keeps_what_is_written_across_its_units(state: Path) -> None:
