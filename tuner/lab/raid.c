@@ -57,7 +57,7 @@
 
 static const char *file, *stats_file;
 static int64_t size = -1, stripe_kib = 64;
-static int level = -1, members = 0;
+static int level = -1, members = 4;
 static int fd = -1;
 static struct drive member[MAX_MEMBERS];
 static uint64_t unit, data_units;
