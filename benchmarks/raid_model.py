@@ -13,8 +13,10 @@ As root, with fio (libaio, direct I/O), one lab after another (docs/lab.md):
 2. `three-hdds-one-bus`: 1 MiB reads at depth 4 on the outer 256 MiB of 1, 2 and 3 disks
    against min(n x the stream's rate, the bus), mean latency, and the CPU time of the six
    server processes (nbdkit and nbdfuse, from /proc/PID/stat) while three stream;
-3. `hdd`: random reads of 64 KiB to 4 MiB at depth 1 against the formula, and the request size
-   where they reach half the media rate against (overhead + E[seek] + T/2) x E[rate].
+3. a 15,000 rpm drive (80-40 MB/s, 0.5-6 ms seeks, as in tests/lab/test_curves.py): random
+   reads of 32 to 512 KiB at depth 1 against the formula, and the request size where they
+   reach half the media rate against (overhead + E[seek] + T/2) x E[rate]; its point lies
+   below 512 KiB, the largest piece a request reaches the model in.
 
 State goes to $IOTUNER_STATE_DIR, /tmp/iotuner-bench-raid-state when unset; each lab is torn
 down at the end, also on Ctrl-C.
@@ -39,6 +41,12 @@ from benchmarks.hdd_model import cpu_seconds, fio
 DEFAULT_STATE = "/tmp/iotuner-bench-raid-state"
 SPAN = 256 << 20
 KIB = 1 << 10
+FAST_HDD = """
+name: fast-hdd
+disks:
+  - {name: d0, size: 1GiB, model: {kind: hdd, rpm: 15000, outer_mbps: 80, inner_mbps: 40,
+                                   seek_track_ms: 0.5, seek_full_ms: 6}}
+"""
 
 
 def streams(devices: list[str], seconds: float) -> tuple[float, float]:
@@ -142,28 +150,31 @@ def bus(seconds: float, state: str) -> None:
 
 def half_power(seconds: float) -> None:
     """Part 3: the hard disk's throughput against request size at depth 1."""
-    from tuner.lab import lab_session
+    from tuner.lab import lab_down, lab_up, parse_spec
     from tuner.lab.hdd import HddModel, half_power_bytes, mean_rate, random_read_mbps
 
-    with lab_session("hdd") as lab:
+    lab = lab_up(parse_spec(FAST_HDD, "fast-hdd", "fast-hdd"))
+    try:
         disk = lab.disks[0]
         assert isinstance(disk.model, HddModel)
         half = mean_rate(disk.model, disk.size_bytes) / 2e6
         points = []
-        for kib in (64, 256, 1024, 2048, 4096):
+        for kib in (32, 128, 256, 384, 512):
             got = fio(disk.device, "randread", f"{kib}k", 1, seconds)["bw_bytes"] / 1e6
             want = random_read_mbps(disk.model, disk.size_bytes, kib * KIB)
             points.append((kib * KIB, got))
-            print(f"hdd random {kib} KiB reads, depth 1: {got:.1f} MB/s, formula {want:.1f}, "
-                  f"measured/formula {got / want:.3f}")  # fmt: skip
+            print(f"15k rpm drive, random {kib} KiB reads, depth 1: {got:.1f} MB/s, "
+                  f"formula {want:.1f}, measured/formula {got / want:.3f}")  # fmt: skip
         formula = half_power_bytes(disk.model, disk.size_bytes)
         for (s0, m0), (s1, m1) in itertools.pairwise(points):
             if m0 < half <= m1:
                 share = (half - m0) / (m1 - m0)
                 measured = math.exp(math.log(s0) + share * math.log(s1 / s0))
                 ratio = measured / formula
-                print(f"half-power point ({half:.1f} MB/s): {measured / 2**20:.2f} MiB, formula "
-                      f"{formula / 2**20:.2f} MiB, measured/formula {ratio:.3f}")  # fmt: skip
+                print(f"half-power point ({half:.1f} MB/s): {measured / KIB:.0f} KiB, formula "
+                      f"{formula / KIB:.0f} KiB, measured/formula {ratio:.3f}")  # fmt: skip
+    finally:
+        lab_down()
 
 
 def main(argv: list[str] | None = None) -> int:
