@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.lab.conftest import snapshot
+from tests.lab.conftest import assert_no_server_left, snapshot
 from tests.lab.fio import fio_job
-from tuner.lab import lab_up, load_spec
+from tuner.lab import lab_down, lab_up, load_spec
 from tuner.lab.modelled import SOURCES
 from tuner.lab.nbd import PLUGIN_CFLAGS
 from tuner.lab.raid import RaidModel, RaidStats, member_commands, read_stats, small_write_s
@@ -61,13 +61,18 @@ def test_small_writes_cost_four_member_commands_full_stripes_no_read(state: Path
     assert split.whole_stripes == 0 and split.rmw_stripes == 2 * split.write_requests
     assert sum(split.member_reads) > 0 and askew["bw_bytes"] < 0.5 * full["bw_bytes"]
     # In time: a small write waits for the later of two reads, then about a turn for its
-    # writes: E[max(R1, R2)] + T, against one member command for a read.
-    assert small["lat_ns"]["mean"] / 1e9 == pytest.approx(expected_s, rel=0.12)
+    # writes: E[max(R1, R2)] + T, against one member command for a read. Measured 1.016-1.072
+    # of the formula (load average up to 7, 80 writes a run); 15 % allowed.
+    assert small["lat_ns"]["mean"] / 1e9 == pytest.approx(expected_s, rel=0.15)
     assert small["lat_ns"]["mean"] > 1.5 * reads["lat_ns"]["mean"]
 
 
-def test_the_set_keeps_what_is_written_across_its_units(state: Path) -> None:
+def test_the_set_keeps_what_is_written_across_its_units_and_down_removes_it(
+    state: Path,
+) -> None:
     disk = lab_up(load_spec("raid5")).disks[0]
+    record = snapshot(state)
+    assert [s.kind for s in record.steps if s.label == disk.name] == ["server", "fuse", "loop"]
     written = os.urandom(MIB)
     buf = mmap.mmap(-1, MIB)  # page-aligned for O_DIRECT
     buf.write(written)
@@ -81,6 +86,8 @@ def test_the_set_keeps_what_is_written_across_its_units(state: Path) -> None:
     finally:
         os.close(fd)
     assert bytes(buf) == written
+    lab_down()
+    assert_no_server_left(record)  # and with the directory, the data and stats files
 
 
 @pytest.mark.parametrize(

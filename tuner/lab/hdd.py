@@ -1,6 +1,7 @@
 """The modelled hard disk's parameters: their allow-list and bounds, and the model's formulas.
 
-The model itself runs in `hdd.c` (an nbdkit plugin; its header comment gives every formula).
+The model itself runs in `hdd_model.h` (served by the nbdkit plugin `hdd.c`, and by `raid.c` for
+a RAID set's members; its header comment gives every formula).
 This module holds what a spec may ask for (`modelled.py` reads the `model:` map and builds the
 plugin's parameters) and computes what the model predicts, so tests and docs can hold the
 served disk against its formula:
@@ -98,7 +99,7 @@ class Geometry:
 
 
 def geometry(model: HddModel, size_bytes: int) -> Geometry:
-    """The zone layout `hdd.c` computes for a disk of `size_bytes`."""
+    """The zone layout `hdd_model.h` computes for a disk of `size_bytes`."""
     zones, drop = model.zones, model.outer_mbps - model.inner_mbps
     steps = [z / (zones - 1) if zones > 1 else 0.0 for z in range(zones)]
     rates = tuple((model.outer_mbps - drop * step) * 1e6 for step in steps)

@@ -1,5 +1,6 @@
-"""A modelled disk's two processes: the nbdkit server running its model (`hdd.c`, `ssd.c`),
-and nbdfuse, which shows the server's disk as one file a loop device can be attached to.
+"""A modelled disk's two processes: the nbdkit server running its model (`hdd.c`, `ssd.c`,
+`raid.c`), and nbdfuse, which shows the server's disk as one file a loop device can be
+attached to.
 
 Both are found again by an argument only they carry (the server's socket path, the FUSE file's
 path; both unique to one lab), never by name alone, so `lab down` finds them after any crash,
