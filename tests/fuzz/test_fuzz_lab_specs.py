@@ -1,5 +1,5 @@
-"""Fuzzing a lab spec's modelled disk (HDD or SSD, with faults): generated `model:` mappings
-through parse_spec.
+"""Fuzzing a lab spec's modelled disk (HDD, SSD or RAID set of HDDs, with faults): generated
+`model:` mappings through parse_spec.
 
 Every spec is read into a model whose parameters are within their bounds, or refused with one
 line naming the file, the disk and the field.
@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 
 from tests.fuzz.common import FUZZ, note, refused_well, within
 from tuner.errors import BadInput
-from tuner.lab import hdd, parse_spec, ssd
+from tuner.lab import hdd, parse_spec, raid, ssd
 from tuner.lab.hdd import HddModel
+from tuner.lab.raid import RaidModel
 
-BOUNDS = {"hdd": hdd.BOUNDS, "ssd": ssd.BOUNDS}
+BOUNDS = {"hdd": hdd.BOUNDS, "ssd": ssd.BOUNDS, "raid0": raid.BOUNDS, "raid5": raid.BOUNDS}
 
 _scalar = st.one_of(
     st.booleans(), st.none(), st.integers(-(2**70), 2**70),
@@ -26,7 +27,9 @@ _scalar = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=12),
     st.lists(st.integers(), max_size=3),
 )  # fmt: skip
-_keys = st.sampled_from(["kind", *hdd.BOUNDS, *ssd.BOUNDS, "eio", "slow", "speed", "", "rpm "])
+_keys = st.sampled_from(
+    ["kind", *hdd.BOUNDS, *ssd.BOUNDS, *raid.BOUNDS, "member", "eio", "slow", "speed", "", "rpm "]
+)
 
 
 def _near(integer: bool, low: float, high: float) -> st.SearchStrategy[object]:
@@ -56,15 +59,20 @@ _faults = {
 
 
 def _mostly_valid(kind: str) -> st.SearchStrategy[dict[str, object]]:
-    return st.fixed_dictionaries(
-        {"kind": st.just(kind)},
-        optional={**{key: _near(*b) for key, b in BOUNDS[kind].items()}, **_faults},
-    )
+    optional = {**{key: _near(*b) for key, b in BOUNDS[kind].items()}, **_faults}
+    if kind in raid.KINDS:  # a member is an hdd model without faults, or something hostile
+        member = st.fixed_dictionaries(
+            {}, optional={key: _near(*b) for key, b in hdd.BOUNDS.items()}
+        )
+        optional["member"] = st.one_of(member, member, st.dictionaries(_keys, _scalar), _scalar)
+    return st.fixed_dictionaries({"kind": st.just(kind)}, optional=optional)
 
 
 _models = st.one_of(
     _mostly_valid("hdd"),
     _mostly_valid("ssd"),
+    _mostly_valid("raid0"),
+    _mostly_valid("raid5"),
     st.dictionaries(_keys, _scalar, max_size=8),
     st.builds(lambda extra: {"kind": "hdd", **extra}, st.dictionaries(_keys, _scalar, max_size=6)),
     _scalar,
@@ -95,6 +103,11 @@ def test_a_generated_model_is_read_in_bounds_or_refused_in_one_line(
     faults = disk.model.faults
     assert 0 <= faults.eio_start <= faults.eio_start + faults.eio_length <= disk.size_bytes
     assert 1 <= faults.slow_factor <= 1000 and math.isfinite(faults.slow_for_s)
-    if isinstance(disk.model, HddModel):
-        assert disk.model.inner_mbps <= disk.model.outer_mbps
-        assert disk.model.seek_track_ms <= disk.model.seek_full_ms
+    drive = disk.model.member if isinstance(disk.model, RaidModel) else disk.model
+    if isinstance(disk.model, RaidModel):
+        assert disk.model.members >= raid.MIN_MEMBERS[disk.model.kind]
+        for key, (_, low, high) in hdd.BOUNDS.items():
+            assert low <= getattr(drive, key) <= high, (key, drive)
+    if isinstance(drive, HddModel):
+        assert drive.inner_mbps <= drive.outer_mbps
+        assert drive.seek_track_ms <= drive.seek_full_ms

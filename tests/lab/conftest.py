@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tuner.lab import lab_down, system, throttle
+from tuner.lab.modelled import SOURCES
 from tuner.lab.nbd import processes_using
 from tuner.lab.record import LabRecord, load_record
 
@@ -64,3 +65,9 @@ def assert_no_server_left(record: LabRecord) -> None:
         for program in ("nbdkit", "nbdfuse"):
             assert processes_using(root, program) == [], (program, root)
         assert not any(p.startswith(root) for _, p in system.mounts())
+
+
+def plugin_text(kind: str) -> str:
+    """A modelled disk's plugin source with the headers it includes (all beside it)."""
+    source = SOURCES[kind]
+    return source.read_text() + "".join(h.read_text() for h in sorted(source.parent.glob("*.h")))

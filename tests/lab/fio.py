@@ -34,3 +34,18 @@ def fio_job(
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
     job = json.loads(done.stdout)["jobs"][0]
     return dict(job["write" if "write" in rw else "read"])
+
+
+def fio_jobs(
+    jobs: Sequence[Sequence[str]], seconds: float, *common: str, ramp: float = 1
+) -> dict[str, Any]:
+    """Several fio jobs at once, reported as one group: each job is its own options
+    (`--filename=...`, `--offset=...`); `common` go to all. The group's read section."""
+    cmd = [
+        "fio", "--output-format=json", f"--ramp_time={ramp:g}", f"--runtime={seconds:g}",
+        "--time_based", "--group_reporting", "--randseed=7", *common,
+    ]  # fmt: skip
+    for index, options in enumerate(jobs):
+        cmd += [f"--name=j{index}", *options]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
+    return dict(json.loads(done.stdout)["jobs"][0]["read"])

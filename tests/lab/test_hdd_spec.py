@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.lab.conftest import plugin_text
 from tuner.errors import BadInput
 from tuner.lab import load_spec, parse_spec
 from tuner.lab.build import memory_needed
@@ -17,7 +18,7 @@ from tuner.lab.hdd import (
     stream_mbps,
     zone_rate_mbps,
 )
-from tuner.lab.modelled import SOURCES, plugin_params
+from tuner.lab.modelled import plugin_params
 
 GIB = 1 << 30
 
@@ -50,8 +51,8 @@ def test_a_model_with_only_its_kind_takes_the_defaults() -> None:
     ("model", "message"),
     [
         ("hdd", "model must be a mapping like {kind: hdd, rpm: 7200}, got str"),
-        ("{rpm: 7200}", "model: kind must be one of hdd, ssd, got None"),
-        ("{kind: flash}", "model: kind must be one of hdd, ssd, got 'flash'"),
+        ("{rpm: 7200}", "model: kind must be one of hdd, ssd, raid0, raid5, got None"),
+        ("{kind: flash}", "model: kind must be one of hdd, ssd, raid0, raid5, got 'flash'"),
         ("{kind: hdd, read_us: 3}", "model: unknown key 'read_us' (known: kind, rpm"),
         ("{kind: hdd, speed: 3}", "model: unknown key 'speed' (known: kind, rpm, outer_mbps"),
         ("{kind: hdd, rpm: 100000}", "rpm must be an integer from 3600 to 15000, got 100000"),
@@ -98,13 +99,28 @@ def test_a_modelled_disk_has_no_ceilings(disk: str, message: str) -> None:
     assert message in str(err.value)
 
 
-def test_a_modelled_disk_is_on_no_bus_and_in_no_stripe() -> None:
-    on_bus = (
-        "buses: [{name: b0, read_mbps: 250, write_mbps: 250}]\n"
+def test_modelled_disks_share_a_bus_but_sit_in_no_stripe() -> None:
+    bus = "buses: [{name: b0, read_mbps: 250, write_mbps: 250}]\n"
+    on_bus = parse_spec(
+        bus + "disks: [{name: d0, bus: b0, size: 1GiB, model: {kind: hdd}},"
+        " {name: d1, bus: b0, size: 1GiB, model: {kind: hdd}}]",
+        "x.yaml",
+        default_name="x",
+    )
+    assert [d.bus for d in on_bus.disks] == ["b0", "b0"] and on_bus.modelled_bus("b0")
+    assert memory_needed(on_bus) == 2 * GIB  # no bus image: the disks' data files alone
+    mixed = (
+        bus + "disks: [{name: d0, bus: b0, size: 1GiB, model: {kind: hdd}},"
+        " {name: d1, bus: b0, size: 1GiB, read_mbps: 1, write_mbps: 1, iops: 9}]"
+    )
+    with pytest.raises(BadInput, match=r"bus 'b0': carries modelled disks \['d0'\] and thr"):
+        parse_spec(mixed, "x.yaml", default_name="x")
+    uneven = (
+        "buses: [{name: b0, read_mbps: 250, write_mbps: 200}]\n"
         "disks: [{name: d0, bus: b0, size: 1GiB, model: {kind: hdd}}]"
     )
-    with pytest.raises(BadInput, match="a modelled disk sits on no bus"):
-        parse_spec(on_bus, "x.yaml", default_name="x")
+    with pytest.raises(BadInput, match="read_mbps 250 and write_mbps 200 must be equal"):
+        parse_spec(uneven, "x.yaml", default_name="x")
     striped = (
         "stripe: btrfs-raid0\n"
         "disks: [{name: d0, size: 1GiB, model: {kind: hdd}},"
@@ -119,8 +135,8 @@ def test_plugin_params_name_every_field() -> None:
     assert params[:2] == ["file=/dev/shm/x/d0.data", f"size={2 * GIB}"]
     assert "rpm=7200" in params and "queue_depth=32" in params and "seed=1" in params
     assert not any(p.startswith("kind=") for p in params)
-    # hdd.c reads exactly these keys (and refuses any other).
-    source = SOURCES["hdd"].read_text()
+    # hdd.c (with the headers beside it) reads exactly these keys (and refuses any other).
+    source = plugin_text("hdd")
     for param in params:
         assert f'strcmp (key, "{param.split("=")[0]}")' in source
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from tests.lab.conftest import plugin_text
 from tuner.codec import decode, encode
 from tuner.errors import BadInput
 from tuner.lab import load_spec, parse_spec
 from tuner.lab.faults import Faults
 from tuner.lab.hdd import HddModel
 from tuner.lab.model import LabDisk
-from tuner.lab.modelled import SOURCES, plugin_params
+from tuner.lab.modelled import plugin_params
 from tuner.lab.ssd import SsdModel, iops, service_s
 
 GIB = 1 << 30
@@ -87,8 +88,8 @@ def test_plugin_params_name_every_field_and_fault() -> None:
         assert params[:2] == ["file=/dev/shm/x/d0.data", f"size={GIB}"]
         assert "eio_start=4096" in params and "slow_factor=3.0" in params
         assert not any(p.startswith(("kind=", "faults=")) for p in params)
-        # The plugin (with disk.h, which it includes) reads exactly these keys.
-        source = SOURCES[kind].read_text() + (SOURCES[kind].parent / "disk.h").read_text()
+        # The plugin (with the headers it includes) reads exactly these keys.
+        source = plugin_text(kind)
         for param in params:
             assert f'strcmp (key, "{param.split("=")[0]}")' in source, param
     assert not any("eio" in p or "slow" in p for p in plugin_params(SsdModel(), GIB, "/f"))

@@ -107,11 +107,11 @@ def _lab_table(lab: Lab, title: str) -> Table:
         table.add_column(column)
     for bus in lab.buses:
         table.add_row(bus.name, bus.device, "-", human_rate(bus.read_mbps),
-                      human_rate(bus.write_mbps), "-", "-", bus.mountpoint)  # fmt: skip
+                      human_rate(bus.write_mbps), "-", "-", bus.mountpoint or "-")  # fmt: skip
     for disk in lab.disks:
         if disk.model is not None:  # no ceilings: what its model does
             rate, what = describe(disk.model)
-            table.add_row(disk.name, disk.device, "-", rate, "same", what,
+            table.add_row(disk.name, disk.device, disk.bus or "-", rate, "same", what,
                           human_bytes(disk.size_bytes), "-")  # fmt: skip
             continue
         table.add_row(disk.name, disk.device, disk.bus or "-", human_rate(disk.read_mbps),

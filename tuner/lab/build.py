@@ -5,8 +5,10 @@ Layout: every backing file lives in a fresh `/dev/shm/iotuner-lab-ID/`; mounts l
 over a tmpfs file holding ext4 (lazy init off, so reads of its metadata are real); its disks'
 files are fully written and attached with direct I/O, so a disk's reads cross the bus's loop
 device and its ceiling. Ceilings go on last: filling and mkfs run at memory speed. A modelled
-disk is an nbdkit server (`hdd.c` or `ssd.c` over `/dev/shm/.../DISK.data`), nbdfuse showing it as
-`nbd/DISK/disk`, and a loop device with direct I/O over that file.
+disk is an nbdkit server (`hdd.c`, `ssd.c` or `raid.c` over `/dev/shm/.../DISK.data`), nbdfuse
+showing it as `nbd/DISK/disk`, and a loop device with direct I/O over that file. A bus of
+modelled disks is no device: one 8-byte word in `/dev/shm/.../BUS.bus` that their servers map
+and share (`disk.h`).
 """
 
 from __future__ import annotations
@@ -41,12 +43,19 @@ MEMORY_MARGIN = 512 * MIB
 MODEL_QUEUES = {
     "hdd": {"rotational": "1", "scheduler": "mq-deadline", "read_ahead_kb": "128"},
     "ssd": {"rotational": "0", "scheduler": "none", "read_ahead_kb": "128"},
+    # A hardware RAID controller shows its set as one rotating disk.
+    "raid0": {"rotational": "1", "scheduler": "mq-deadline", "read_ahead_kb": "128"},
+    "raid5": {"rotational": "1", "scheduler": "mq-deadline", "read_ahead_kb": "128"},
 }
+BUS_WORD_BYTES = 4096
 EXT4_OPTIONS = ["-F", "-q", "-m", "0", "-N", "256", "-E", "lazy_itable_init=0,lazy_journal_init=0"]
 
 
 def bus_image_bytes(spec: LabSpec, bus: str) -> int:
-    """The size of a bus's tmpfs image: its disks' files plus room for ext4's own blocks."""
+    """The size of a bus's tmpfs image: its disks' files plus room for ext4's own blocks; a
+    bus of modelled disks holds no file (their data files count as on no bus)."""
+    if spec.modelled_bus(bus):
+        return 0
     disks = sum(d.size_bytes for d in spec.disks_on(bus))
     return (disks + disks // 32 + 128 * MIB) // MIB * MIB
 
@@ -54,7 +63,8 @@ def bus_image_bytes(spec: LabSpec, bus: str) -> int:
 def memory_needed(spec: LabSpec) -> int:
     """Bytes of tmpfs (memory) the lab takes once filled."""
     on_buses = sum(bus_image_bytes(spec, b.name) for b in spec.buses)
-    return on_buses + sum(d.size_bytes for d in spec.disks_on(None))
+    alone = [d for d in spec.disks if d.bus is None or spec.modelled_bus(d.bus)]
+    return on_buses + sum(d.size_bytes for d in alone)
 
 
 def lab_up(spec: LabSpec) -> Lab:
@@ -140,11 +150,19 @@ class _Builder:
         self.directory(self.run)
         buses = tuple(self.bus(b) for b in self.spec.buses)
         mounts = {b.name: Path(b.mountpoint) for b in buses}
-        disks = tuple(self.disk(d, mounts.get(d.bus or "")) for d in self.spec.disks)
+        words = {b.name: b.device for b in buses if b.mountpoint == ""}
+        disks = tuple(
+            self.modelled(d, words.get(d.bus or ""))
+            if d.model
+            else self.disk(d, mounts.get(d.bus or ""))
+            for d in self.spec.disks
+        )
         stripe = self.stripe(disks) if self.spec.stripe else None
         mountpoint = stripe or self.file_system(disks)
         cgroup = self.cgroup()
         for bus in buses:
+            if bus.mountpoint == "":
+                continue  # modelled: its servers share its clock
             caps = throttle.Caps(_bps(bus.read_mbps), _bps(bus.write_mbps))
             self.caps(bus.name, bus.device, caps)
         for disk in disks:
@@ -182,6 +200,10 @@ class _Builder:
         self.record.finish(step)
 
     def bus(self, bus: BusSpec) -> LabBus:
+        if self.spec.modelled_bus(bus.name):
+            word = self.shm / f"{bus.name}.bus"
+            system.sparse(word, BUS_WORD_BYTES)  # zero: free since boot
+            return LabBus(bus.name, str(word), bus.read_mbps, bus.write_mbps, "")
         image = self.shm / f"{bus.name}.img"
         system.sparse(image, bus_image_bytes(self.spec, bus.name))
         device = self.loop(image, bus.name, direct_io=False)
@@ -191,8 +213,6 @@ class _Builder:
         return LabBus(bus.name, device, bus.read_mbps, bus.write_mbps, str(target))
 
     def disk(self, disk: DiskSpec, bus_mount: Path | None) -> LabDisk:
-        if disk.model is not None:
-            return self.modelled(disk)
         if bus_mount is None:
             backing = self.shm / f"{disk.name}.img"
             system.sparse(backing, disk.size_bytes)
@@ -204,16 +224,21 @@ class _Builder:
             disk.name, device, disk.bus, disk.read_mbps, disk.write_mbps, disk.iops, disk.size_bytes
         )
 
-    def modelled(self, disk: DiskSpec) -> LabDisk:
-        """nbdkit running the model over a tmpfs file, nbdfuse, a loop device with direct I/O."""
+    def modelled(self, disk: DiskSpec, bus_word: str | None) -> LabDisk:
+        """nbdkit running the model over a tmpfs file, nbdfuse, a loop device with direct I/O;
+        on a bus, the server maps the bus's word."""
         assert disk.model is not None
+        bus = None
+        if bus_word is not None:
+            (spec,) = [b for b in self.spec.buses if b.name == disk.bus]
+            bus = (bus_word, spec.read_mbps)
         data = self.shm / f"{disk.name}.data"
         system.sparse(data, disk.size_bytes)
         socket = self.shm / f"{disk.name}.sock"
         log = self.shm / f"{disk.name}.log"
         step = self.record.intend(Step("server", str(socket), label=disk.name))
         pidfile = self.shm / f"{disk.name}.nbdkit.pid"
-        command = nbd.server_command(disk.model, disk.size_bytes, data, socket, pidfile)
+        command = nbd.server_command(disk.model, disk.size_bytes, data, socket, pidfile, bus)
         self.record.finish(step, detail={"pid": nbd.start(command, log, pidfile, "nbdkit")})
         mountpoint = self.run / "nbd" / disk.name
         mountpoint.mkdir(mode=0o755, parents=True)
@@ -229,7 +254,7 @@ class _Builder:
         if refused:
             raise system.LabError(f"cannot set up {device}: {'; '.join(refused)}")
         return LabDisk(
-            disk.name, device, None, disk.read_mbps, disk.write_mbps, 0, disk.size_bytes,
+            disk.name, device, disk.bus, disk.read_mbps, disk.write_mbps, 0, disk.size_bytes,
             disk.model,
         )  # fmt: skip
 

@@ -14,20 +14,34 @@
  *                          from slow_after_s after the server is ready, for slow_for_s, every
  *                          command that starts service is slow_factor times as long (the
  *                          model's own time, from its start to done); factor 1: never slow
+ *
+ * A shared bus (parameters bus_file, bus_mbps; several servers name the same bus_file):
+ * every command's bytes cross the bus once its media time is over, one transfer at a time
+ * at bus_mbps, in the order the servers reach it: done = max(media done, bus free) +
+ * len / bus_mbps. The bus's "free at" time (nanoseconds on CLOCK_MONOTONIC, shared by
+ * every process on the machine) is one 64-bit word at the start of bus_file, mapped by
+ * every server on the bus and moved by compare-and-swap: no lock, so a server killed with
+ * SIGKILL leaves nothing held.
  */
 #ifndef IOTUNER_DISK_H
 #define IOTUNER_DISK_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 static double t_epoch;
 static int64_t eio_start, eio_length;
 static double slow_after_s, slow_for_s, slow_factor = 1;
 static double t_ready; /* when the server became ready, on the model's clock */
+static const char *bus_file;
+static double bus_mbps;
+static int64_t *bus_free_ns; /* mapped from bus_file; NULL: on no bus */
 
 static double
 now (void)
@@ -91,6 +105,60 @@ fault_config (const char *key, const char *value)
   if (strcmp (key, "slow_factor") == 0)
     return parse_double (key, value, &slow_factor, 1, 1000);
   return 1;
+}
+
+/* A bus's key=value: 0 taken, -1 bad value, 1 not a bus key. */
+static int
+bus_config (const char *key, const char *value)
+{
+  if (strcmp (key, "bus_file") == 0) {
+    bus_file = value;
+    return 0;
+  }
+  if (strcmp (key, "bus_mbps") == 0)
+    return parse_double (key, value, &bus_mbps, 1, 100000);
+  return 1;
+}
+
+/* Map the bus's word (from get_ready); 0 on no bus or once mapped. */
+static int
+bus_open (void)
+{
+  if (bus_file == NULL && bus_mbps == 0)
+    return 0;
+  if (bus_file == NULL || bus_mbps == 0) {
+    nbdkit_error ("bus_file= and bus_mbps= go together");
+    return -1;
+  }
+  int bfd = open (bus_file, O_RDWR | O_CLOEXEC);
+  if (bfd < 0) {
+    nbdkit_error ("open %s: %m", bus_file);
+    return -1;
+  }
+  void *map = mmap (NULL, sizeof (int64_t), PROT_READ | PROT_WRITE, MAP_SHARED, bfd, 0);
+  close (bfd);
+  if (map == MAP_FAILED) {
+    nbdkit_error ("mmap %s: %m", bus_file);
+    return -1;
+  }
+  bus_free_ns = map;
+  return 0;
+}
+
+/* When `len` bytes whose media time ends at t (model clock) are across the bus. */
+static double
+bus_cross (double t, uint32_t len)
+{
+  if (bus_free_ns == NULL)
+    return t;
+  int64_t ready = (int64_t) ((t + t_epoch) * 1e9);
+  int64_t length = (int64_t) (len / (bus_mbps * 1e6) * 1e9);
+  int64_t free_at = __atomic_load_n (bus_free_ns, __ATOMIC_ACQUIRE), end;
+  do
+    end = (free_at > ready ? free_at : ready) + length;
+  while (!__atomic_compare_exchange_n (bus_free_ns, &free_at, end, 0, __ATOMIC_ACQ_REL,
+                                       __ATOMIC_ACQUIRE));
+  return end * 1e-9 - t_epoch;
 }
 
 /* 0 if the fault parameters fit a disk of `size` bytes. */

@@ -1,6 +1,7 @@
 """The modelled hard disk's parameters: their allow-list and bounds, and the model's formulas.
 
-The model itself runs in `hdd.c` (an nbdkit plugin; its header comment gives every formula).
+The model itself runs in `hdd_model.h` (served by the nbdkit plugin `hdd.c`, and by `raid.c` for
+a RAID set's members; its header comment gives every formula).
 This module holds what a spec may ask for (`modelled.py` reads the `model:` map and builds the
 plugin's parameters) and computes what the model predicts, so tests and docs can hold the
 served disk against its formula:
@@ -10,6 +11,8 @@ served disk against its formula:
     track(z)     = rate(z) * T                               bytes per track in zone z
     seek(d)      = track_ms + (full_ms - track_ms) * sqrt((d - 1) / (C - 1)),  seek(0) = 0
     random read  = overhead + E[seek] + T / 2 + block / E[rate]   (depth 1, uniform offsets)
+    half power   = (overhead + E[seek] + T / 2) * E[rate]   the random read size whose
+                   throughput is half the media rate (positioning time = transfer time)
 """
 
 from __future__ import annotations
@@ -96,7 +99,7 @@ class Geometry:
 
 
 def geometry(model: HddModel, size_bytes: int) -> Geometry:
-    """The zone layout `hdd.c` computes for a disk of `size_bytes`."""
+    """The zone layout `hdd_model.h` computes for a disk of `size_bytes`."""
     zones, drop = model.zones, model.outer_mbps - model.inner_mbps
     steps = [z / (zones - 1) if zones > 1 else 0.0 for z in range(zones)]
     rates = tuple((model.outer_mbps - drop * step) * 1e6 for step in steps)
@@ -113,10 +116,10 @@ def seek_s(model: HddModel, distance: float, tracks: int) -> float:
     return (track + (full - track) * math.sqrt(span)) / 1e3
 
 
-def mean_random_seek_s(model: HddModel, size_bytes: int, steps: int = 400) -> float:
-    """E[seek] between two offsets drawn uniformly over the disk's bytes (midpoint rule)."""
+def track_quantiles(model: HddModel, size_bytes: int, steps: int = 400) -> list[float]:
+    """The track (a continuous coordinate) at `steps` evenly spaced byte quantiles: where
+    uniformly drawn offsets land (outer zones hold more bytes per track)."""
     geo = geometry(model, size_bytes)
-    # Track (as a continuous coordinate) at each byte quantile: outer zones hold more bytes.
     positions = []
     for i in range(steps):
         offset = (i + 0.5) * size_bytes / steps
@@ -125,20 +128,43 @@ def mean_random_seek_s(model: HddModel, size_bytes: int, steps: int = 400) -> fl
             start += geo.zone_bytes(zone)
             zone += 1
         positions.append(zone * geo.tracks_per_zone + (offset - start) / geo.track_bytes[zone])
-    total = sum(seek_s(model, abs(a - b), geo.tracks) for a in positions for b in positions)
+    return positions
+
+
+def mean_random_seek_s(model: HddModel, size_bytes: int, steps: int = 400) -> float:
+    """E[seek] between two offsets drawn uniformly over the disk's bytes (midpoint rule)."""
+    tracks = geometry(model, size_bytes).tracks
+    positions = track_quantiles(model, size_bytes, steps)
+    total = sum(seek_s(model, abs(a - b), tracks) for a in positions for b in positions)
     return total / steps**2
+
+
+def mean_rate(model: HddModel, size_bytes: int) -> float:
+    """The media rate (bytes/s) averaged over the disk's bytes."""
+    geo = geometry(model, size_bytes)
+    return sum(geo.zone_bytes(z) * r for z, r in enumerate(geo.rates)) / size_bytes
+
+
+def positioning_s(model: HddModel, size_bytes: int) -> float:
+    """A random read's mean time before its transfer: overhead + E[seek] + half a turn."""
+    seek = mean_random_seek_s(model, size_bytes)
+    return model.overhead_ms / 1e3 + seek + model.rotation_s / 2
 
 
 def random_read_s(model: HddModel, size_bytes: int, block: int) -> float:
     """The model's mean service time of a random `block`-byte read at depth 1."""
-    geo = geometry(model, size_bytes)
-    mean_rate = sum(geo.zone_bytes(z) * r for z, r in enumerate(geo.rates)) / size_bytes
-    return (
-        model.overhead_ms / 1e3
-        + mean_random_seek_s(model, size_bytes)
-        + model.rotation_s / 2
-        + block / mean_rate
-    )
+    return positioning_s(model, size_bytes) + block / mean_rate(model, size_bytes)
+
+
+def random_read_mbps(model: HddModel, size_bytes: int, block: int) -> float:
+    """MB/s of random `block`-byte reads at depth 1 over the whole disk."""
+    return block / random_read_s(model, size_bytes, block) / 1e6
+
+
+def half_power_bytes(model: HddModel, size_bytes: int) -> float:
+    """The random read size at which depth 1 gets half the media rate (the papers' half-power
+    point): positioning time and transfer time equal."""
+    return positioning_s(model, size_bytes) * mean_rate(model, size_bytes)
 
 
 def zone_rate_mbps(model: HddModel, size_bytes: int, offset: int) -> float:

@@ -9,7 +9,9 @@ from tuner.lab.modelled import Model
 
 @dataclass(frozen=True)
 class LabBus:
-    """A shared channel: a throttled loop device whose file system holds its disks' files."""
+    """A shared channel: a throttled loop device whose file system holds its disks' files, or,
+    for modelled disks, the shared word their servers map (`device` its file, no
+    `mountpoint`: "")."""
 
     name: str
     device: str

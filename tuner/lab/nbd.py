@@ -1,5 +1,6 @@
-"""A modelled disk's two processes: the nbdkit server running its model (`hdd.c`, `ssd.c`),
-and nbdfuse, which shows the server's disk as one file a loop device can be attached to.
+"""A modelled disk's two processes: the nbdkit server running its model (`hdd.c`, `ssd.c`,
+`raid.c`), and nbdfuse, which shows the server's disk as one file a loop device can be
+attached to.
 
 Both are found again by an argument only they carry (the server's socket path, the FUSE file's
 path; both unique to one lab), never by name alone, so `lab down` finds them after any crash,
@@ -36,9 +37,15 @@ FUSE_FILE = "disk"
 
 
 def server_command(
-    model: Model, size_bytes: int, data: Path, socket: Path, pidfile: Path
+    model: Model,
+    size_bytes: int,
+    data: Path,
+    socket: Path,
+    pidfile: Path,
+    bus: tuple[str, float] | None = None,
 ) -> list[str]:
-    """nbdkit serving the model over `data` on a Unix socket.
+    """nbdkit serving the model over `data` on a Unix socket; `bus` (its word's file, its
+    MB/s) when the disk sits on a modelled bus.
 
     nbdkit forks into the background itself (and writes `pidfile` once it serves): run in the
     foreground as a child of iotuner, it ends when iotuner does (seen here with nbdkit 1.32).
@@ -47,6 +54,7 @@ def server_command(
         "nbdkit", "--unix", str(socket), "--pidfile", str(pidfile), "--log=stderr",
         "--threads", str(SERVER_THREADS), "cc", str(plugin_source(model)), PLUGIN_CFLAGS,
         *plugin_params(model, size_bytes, str(data)),
+        *([f"bus_file={bus[0]}", f"bus_mbps={bus[1]:g}"] if bus else []),
     ]  # fmt: skip
 
 

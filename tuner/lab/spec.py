@@ -75,6 +75,11 @@ class LabSpec:
         """The disks on `bus` (None: the disks on no bus), in spec order."""
         return tuple(d for d in self.disks if d.bus == bus)
 
+    def modelled_bus(self, bus: str) -> bool:
+        """True if `bus` carries modelled disks (a word their servers share, not a loop
+        device); a bus carries either kind of disk, never both."""
+        return any(d.model is not None for d in self.disks_on(bus))
+
 
 def builtin_spec_names() -> list[str]:
     """The names of the specs shipped with iotuner."""
@@ -151,10 +156,25 @@ class _Checker:
             self.disk(d, i, seen, bus_names) for i, d in enumerate(self.items(top, "disks", True))
         )
         for bus in buses:
-            if not any(d.bus == bus.name for d in disks):
-                raise self.fail(f"bus {bus.name!r}", "no disk sits on it")
+            self.bus_disks(bus, [d for d in disks if d.bus == bus.name])
         stripe = self.stripe(top.get("stripe"), disks)
         return LabSpec(name, description.strip(), buses, disks, stripe, self.source)
+
+    def bus_disks(self, bus: BusSpec, disks: list[DiskSpec]) -> None:
+        where = f"bus {bus.name!r}"
+        if not disks:
+            raise self.fail(where, "no disk sits on it")
+        modelled = [d.name for d in disks if d.model is not None]
+        if modelled and len(modelled) < len(disks):
+            raise self.fail(
+                where, f"carries modelled disks {modelled} and throttled ones; one kind per bus"
+            )
+        if modelled and bus.read_mbps != bus.write_mbps:
+            raise self.fail(
+                where,
+                f"a bus of modelled disks has one rate: read_mbps {bus.read_mbps:g} and "
+                f"write_mbps {bus.write_mbps:g} must be equal",
+            )
 
     def items(self, top: dict[str, Any], key: str, required: bool) -> list[Any]:
         value = top.get(key)
@@ -202,19 +222,18 @@ class _Checker:
         return DiskSpec(name, bus, read, write, iops, size, fs)
 
     def modelled(self, entry: dict[str, Any], where: str, disk: DiskSpec) -> DiskSpec:
-        """A disk whose timing is a model's: no ceilings, on no bus (not modelled yet)."""
+        """A disk whose timing is a model's: no ceilings; on a bus, its bytes cross the bus's
+        shared clock (`disk.h`)."""
         for key in ("read_mbps", "write_mbps", "iops"):
             if key in entry:
                 raise self.fail(
                     where, f"{key} is a throttled disk's ceiling; a modelled disk has its model"
                 )
-        if disk.bus is not None:
-            raise self.fail(where, "a modelled disk sits on no bus (shared buses are not modelled)")
         if disk.size_bytes < MIN_MODEL_BYTES:
             raise self.fail(where, f"a modelled disk needs at least {MIN_MODEL_BYTES // MIB} MiB")
         model = parse_model(entry["model"], disk.size_bytes, lambda why: self.fail(where, why))
         rate = nominal_mbps(model)
-        return DiskSpec(disk.name, None, rate, rate, 0, disk.size_bytes, disk.fs, model)
+        return DiskSpec(disk.name, disk.bus, rate, rate, 0, disk.size_bytes, disk.fs, model)
 
     def stripe(self, value: object, disks: tuple[DiskSpec, ...]) -> str | None:
         with_fs = [d.name for d in disks if d.fs]

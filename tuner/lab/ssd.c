@@ -22,6 +22,9 @@
  *               answered this much before its modelled end (never before it arrived), so the
  *               kernel sees the modelled time; the channels stay busy until the modelled end
  *   eio_*, slow_* faults (disk.h)
+ *   bus_file, bus_mbps
+ *               a bus shared with other modelled disks (disk.h): a command's bytes cross it
+ *               after its transfer; reserved when the command is scheduled (at its arrival)
  *
  * A command arriving at a takes the channel that frees first (c, free at f):
  *   start     s = max(a, f)
@@ -88,6 +91,7 @@ schedule (uint32_t len, int write)
   done += fault_extra (s, done - s);
   channel_free[c] = done;
   interface_free = done;
+  done = bus_cross (done, len);
   pthread_mutex_unlock (&lock);
   double answer = done - route_us / 1e6;
   return answer > a ? answer : a;
@@ -118,6 +122,8 @@ static int
 ssd_config (const char *key, const char *value)
 {
   int fault = fault_config (key, value);
+  if (fault == 1)
+    fault = bus_config (key, value);
   if (fault <= 0)
     return fault;
   if (strcmp (key, "file") == 0) {
@@ -167,7 +173,7 @@ ssd_get_ready (void)
     return -1;
   }
   clock_start ();
-  return 0;
+  return bus_open ();
 }
 
 static void *
