@@ -23,7 +23,8 @@ disks:
 
 def test_builtins() -> None:
     assert builtin_spec_names() == [
-        "hdd", "single-disk", "ssd", "stripe", "three-disks-one-bus", "two-buses"
+        "hdd", "single-disk", "ssd", "stripe", "three-disks-one-bus", "two-buses", "wan",
+        "wan-old-buffers",
     ]  # fmt: skip
     for name in builtin_spec_names():
         spec = load_spec(name)
