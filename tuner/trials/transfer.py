@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,9 @@ class TransferResult:
     `received_mbit` is the receiver's goodput over the measured seconds, `intervals_mbit` the
     sender's per second (their spread shows a steady path or a sawtooth); `rtt_ms` and
     `max_cwnd_bytes` are the sender's TCP view (mean smoothed RTT, largest congestion window).
+    `committed_mbit` (memory to disk, disk to disk): the received file's bytes over the time
+    from the start until they were on the disk (fsync after iperf3 ends), since iperf3's
+    buffered writes would otherwise only show the page cache; 0 without a receive file.
     """
 
     kind: str
@@ -105,6 +109,7 @@ class TransferResult:
     congestion: str
     sender_cpu_percent: float
     receiver_cpu_percent: float
+    committed_mbit: float = 0.0
 
 
 def check_options(options: TransferOptions) -> None:
@@ -148,9 +153,15 @@ def run_transfer(ends: Ends, options: TransferOptions) -> TransferResult:
     )
     try:
         _wait_listening(ends)
-        return parse_result(_run_client(ends, options, budget), options.kind)
+        started = time.monotonic()
+        result = parse_result(_run_client(ends, options, budget), options.kind)
     finally:
         _end(server)
+    if options.receive_file:
+        size = _fsync(options.receive_file)
+        elapsed = time.monotonic() - started
+        result = replace(result, committed_mbit=round(size * 8 / elapsed / 1e6, 3))
+    return result
 
 
 def client_command(ends: Ends, options: TransferOptions) -> list[str]:
@@ -250,6 +261,16 @@ def _wait_listening(ends: Ends) -> None:
             return
         time.sleep(0.05)
     raise TransferError(f"iperf3 -s did not listen on port {ends.port} within {LISTEN_WAIT_S} s")
+
+
+def _fsync(path: str) -> int:
+    """Flush `path` to its disk; its size in bytes."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
 
 
 def _end(server: subprocess.Popen[bytes]) -> None:
