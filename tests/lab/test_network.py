@@ -21,6 +21,7 @@ from tests.cli import iotuner
 from tests.lab.conftest import snapshot
 from tuner.lab import lab_down, lab_up, load_spec, parse_spec
 from tuner.lab.model import LabNetwork
+from tuner.lab.nbd import processes_with
 from tuner.lab.network import RELAY
 from tuner.lab.record import LabRecord
 from tuner.trials.transfer import Ends, TransferOptions, run_transfer
@@ -153,8 +154,8 @@ def assert_network_gone(record: LabRecord) -> None:
     for step in record.steps:
         if step.kind == "netns":
             assert step.target not in listed
-        if step.kind == "relay":
-            assert not Path(f"/proc/{step.detail.get('pid', 0)}").exists()
+        if step.kind == "relay":  # ended: gone, or a zombie its new parent has not reaped
+            assert processes_with(step.target, RELAY) == []
     assert not os.path.lexists(f"/dev/shm/iotuner-lab-{record.lab_id}")
 
 

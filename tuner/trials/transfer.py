@@ -237,7 +237,7 @@ def parse_result(data: dict[str, Any], kind: str) -> TransferResult:
             sender_cpu_percent=round(_number(cpu.get("host_total", 0)), 1),
             receiver_cpu_percent=round(_number(cpu.get("remote_total", 0)), 1),
         )
-    except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:
+    except (AttributeError, KeyError, TypeError, ValueError, ZeroDivisionError) as err:
         raise TransferError(f"iperf3's JSON is missing or malformed at {err}") from None
 
 
