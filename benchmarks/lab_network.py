@@ -7,7 +7,9 @@ ceilings at both ends, above every bandwidth-delay product here) is built, then 
 times:
 
 1. 20 pings from the sender to the receiver, 0.2 s apart (the path idle): mean RTT;
-2. one iperf3 run memory to memory (`--seconds` after 3 s left out for slow start): the
+2. one iperf3 run memory to memory (`--seconds` after 3 s left out for slow start; cubic,
+   which holds the path full, where the host's default bbr halves its window for 0.2 s every
+   10 s to probe the RTT, which shows as one slow second): the
    receiver's goodput against the rate's goodput (the rate counts Ethernet frames: MTU + 14
    bytes carry MTU - 52 of TCP payload), the per-second spread, retransmits, and the delay
    line's CPU over the run as a share of one core (/proc/PID/stat).
@@ -65,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mtu", type=int, default=1500)
     parser.add_argument("--seconds", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--congestion", default="cubic", help="iperf3 -C; '' for the default")
     args = parser.parse_args(argv)
     os.environ.setdefault("IOTUNER_STATE_DIR", DEFAULT_STATE)
     Path(os.environ["IOTUNER_STATE_DIR"]).mkdir(parents=True, exist_ok=True)
@@ -74,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     from tuner.trials.transfer import Ends, TransferOptions, run_transfer
 
     print("rate Mbit/s | RTT ms | ping ms | goodput Mbit/s (expected) | per second | "
-          "retransmits | delay line CPU")  # fmt: skip
+          "retransmits | TCP | delay line CPU")  # fmt: skip
     for rate in (float(r) for r in args.rates.split(",")):
         text = SPEC.format(rate=rate, rtt=args.rtt, mtu=args.mtu)
         with tempfile.NamedTemporaryFile("w", suffix=".yaml") as spec_file:
@@ -91,14 +94,15 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(args.repeats):
                 rtt = ping_ms(net.sender, net.receiver_address)
                 before, started = cpu_seconds(pid), time.monotonic()
-                result = run_transfer(Ends.of_lab(net), TransferOptions(args.seconds, omit=3))
+                options = TransferOptions(args.seconds, omit=3, congestion=args.congestion or None)
+                result = run_transfer(Ends.of_lab(net), options)
                 cpu = (cpu_seconds(pid) - before) / (time.monotonic() - started)
                 per_second = result.intervals_mbit
                 print(
                     f"{rate:g} | {args.rtt:g} | {rtt:.2f} | {result.received_mbit:.1f} "
                     f"({expected:.1f}, {result.received_mbit / expected - 1:+.1%}) | "
                     f"{min(per_second):.1f}-{max(per_second):.1f} | {result.retransmits} | "
-                    f"{cpu:.1%}",
+                    f"{result.congestion} | {cpu:.1%}",
                     flush=True,
                 )
         finally:
