@@ -36,6 +36,7 @@ network:
   rate_mbit: {rate}
   rtt_ms: {rtt}
   mtu: {mtu}
+  loss_percent: {loss}
   sender: {{tcp_rmem: 4096 131072 33554432, tcp_wmem: 4096 16384 33554432}}
   receiver: {{tcp_rmem: 4096 131072 33554432, tcp_wmem: 4096 16384 33554432}}
 """
@@ -65,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rates", default="200,500,1000")
     parser.add_argument("--rtt", type=float, default=100.0)
     parser.add_argument("--mtu", type=int, default=1500)
+    parser.add_argument("--loss", type=float, default=0.0, help="loss_percent (turns GSO off)")
     parser.add_argument("--seconds", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--congestion", default="cubic", help="iperf3 -C; '' for the default")
@@ -79,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     print("rate Mbit/s | RTT ms | ping ms | goodput Mbit/s (expected) | per second | "
           "retransmits | TCP | delay line CPU")  # fmt: skip
     for rate in (float(r) for r in args.rates.split(",")):
-        text = SPEC.format(rate=rate, rtt=args.rtt, mtu=args.mtu)
+        text = SPEC.format(rate=rate, rtt=args.rtt, mtu=args.mtu, loss=args.loss)
         with tempfile.NamedTemporaryFile("w", suffix=".yaml") as spec_file:
             spec_file.write(text)
             spec_file.flush()
