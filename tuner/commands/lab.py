@@ -1,4 +1,5 @@
-"""`iotuner lab up SPEC | down | status`: the emulated storage topology (docs/lab.md)."""
+"""`iotuner lab up SPEC | down | status`: the emulated storage topology and network path
+(docs/lab.md)."""
 
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ from rich.table import Table
 from tuner.cli_help import Command, Group, examples
 from tuner.codec import encode
 from tuner.lab import Lab, builtin_spec_names, lab_check, lab_down, lab_up, load_spec
+from tuner.lab.model import LabNetwork
 from tuner.lab.modelled import describe
 from tuner.units import human_bytes, human_rate
 
 app = typer.Typer(
-    help="Build, inspect and remove an emulated storage lab (loop devices, buses, ceilings). "
+    help="Build, inspect and remove an emulated storage lab (loop devices, buses, ceilings) "
+    "and network path (namespaces, a rate, a round-trip time). "
     "Exit codes: 0 ok, 1 the lab failed or disagrees with the system, 2 bad input.",
     epilog=examples("lab"),
     no_args_is_help=True,
@@ -50,7 +53,13 @@ def up(
         sys.stdout.write(json.dumps(encode(lab), indent=2) + "\n")
         return
     console = Console()
-    console.print(_lab_table(lab, f"lab {lab.spec_name} up in {time.monotonic() - started:.0f} s"))
+    title = f"lab {lab.spec_name} up in {time.monotonic() - started:.0f} s"
+    if lab.disks or lab.buses:
+        console.print(_lab_table(lab, title))
+    else:
+        console.print(title, highlight=False)
+    if lab.network:
+        console.print(_network_text(lab.network), highlight=False)
     if lab.mountpoint:
         console.print(f"scratch file system: {lab.mountpoint}", highlight=False)
     if lab.cgroup:
@@ -85,8 +94,10 @@ def status(as_json: Annotated[bool, JSON_OPTION] = False) -> None:
         typer.echo("no lab")
     else:
         console = Console()
-        if check.lab is not None:
+        if check.lab is not None and (check.lab.disks or check.lab.buses):
             console.print(_lab_table(check.lab, f"lab {check.spec_name} ({check.state})"))
+        if check.lab is not None and check.lab.network:
+            console.print(_network_text(check.lab.network), highlight=False)
         table = Table(title=f"recorded in {check.record}", title_justify="left")
         for column in ("kind", "name", "device", "target", "present", "ceilings now"):
             table.add_column(column)
@@ -120,6 +131,16 @@ def _lab_table(lab: Lab, title: str) -> Table:
     if lab.stripe:
         table.add_row("stripe", "btrfs raid0", "-", "-", "-", "-", "-", lab.stripe)
     return table
+
+
+def _network_text(net: LabNetwork) -> str:
+    loss = f", {net.loss_percent:g} % loss" if net.loss_percent else ""
+    return (
+        f"network: {net.rate_mbit:g} Mbit/s each way, {net.rtt_ms:g} ms round trip{loss}, "
+        f"MTU {net.mtu}\n  sender   {net.sender} ({net.sender_address})"
+        f"\n  receiver {net.receiver} ({net.receiver_address})"
+        f"\n  run at an end: ip netns exec {net.sender} COMMAND"
+    )
 
 
 def _caps_text(caps: dict[str, int]) -> str:

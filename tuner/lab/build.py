@@ -25,6 +25,7 @@ from tuner.codec import encode
 from tuner.errors import BadInput, IotunerError
 from tuner.lab import nbd, system, throttle
 from tuner.lab.model import Lab, LabBus, LabDisk
+from tuner.lab.network import build_network
 from tuner.lab.queue import defaults, queue_engine, read_queue, write_queue
 from tuner.lab.record import LabRecord, Step, load_record, record_path
 from tuner.lab.sizes import MIB
@@ -170,7 +171,9 @@ class _Builder:
                 continue  # its timing is its model's
             caps = throttle.Caps(_bps(disk.read_mbps), _bps(disk.write_mbps), disk.iops, disk.iops)
             self.caps(disk.name, disk.device, caps)
-        lab = Lab(self.spec.name, disks, buses, stripe, mountpoint, cgroup)
+        net = self.spec.network
+        network = build_network(net, self.record, self.shm) if net else None
+        lab = Lab(self.spec.name, disks, buses, stripe, mountpoint, cgroup, network)
         self.record.lab = encode(lab)
         self.record.state = "up"
         self.record.save()

@@ -40,6 +40,27 @@ class LabDisk:
 
 
 @dataclass(frozen=True)
+class LabNetwork:
+    """A network path between two namespaces (tuner/lab/network.py, docs/lab.md "Network").
+
+    Run a program at an end with `ip netns exec SENDER ...`; the receiver listens on
+    `receiver_address`. `rate_mbit` counts Ethernet frames (TCP's goodput at MTU 1500 is about
+    0.956 of it), `rtt_ms` is the delay line's round trip with no queue.
+    """
+
+    sender: str
+    receiver: str
+    relay: str
+    sender_address: str
+    receiver_address: str
+    interface: str
+    rate_mbit: float
+    rtt_ms: float
+    loss_percent: float
+    mtu: int
+
+
+@dataclass(frozen=True)
 class Lab:
     """A lab that is up.
 
@@ -47,7 +68,8 @@ class Lab:
     where scratch files go: the stripe's mount, or a file system on one lab disk (None for raw
     disks only). `cgroup` is None under cgroup v1, where the rules in the root blkio cgroup
     throttle every process; under cgroup v2 the ceilings live in this cgroup's `io.max` and only
-    processes moved into it (write the pid to its `cgroup.procs`) are throttled.
+    processes moved into it (write the pid to its `cgroup.procs`) are throttled. `network` is
+    the path between two namespaces, when the spec has one.
     """
 
     spec_name: str
@@ -56,6 +78,7 @@ class Lab:
     stripe: str | None
     mountpoint: str | None
     cgroup: str | None = None
+    network: LabNetwork | None = None
 
     def disk(self, name: str) -> LabDisk:
         """The disk called `name`; KeyError if there is none."""

@@ -15,6 +15,7 @@ import yaml
 
 from tuner.errors import BadInput
 from tuner.lab.modelled import Model, nominal_mbps, parse_model
+from tuner.lab.netspec import NetworkSpec, parse_network
 from tuner.lab.sizes import MIB, parse_size
 from tuner.yaml_text import yaml_error
 
@@ -70,6 +71,7 @@ class LabSpec:
     disks: tuple[DiskSpec, ...]
     stripe: str | None
     source: str
+    network: NetworkSpec | None = None  # a path between two namespaces (tuner/lab/netspec.py)
 
     def disks_on(self, bus: str | None) -> tuple[DiskSpec, ...]:
         """The disks on `bus` (None: the disks on no bus), in spec order."""
@@ -142,23 +144,26 @@ class _Checker:
         return value
 
     def spec(self, data: object, default_name: str) -> LabSpec:
-        top = self.mapping(data, "spec", ("name", "description", "buses", "disks", "stripe"))
+        keys = ("name", "description", "buses", "disks", "stripe", "network")
+        top = self.mapping(data, "spec", keys)
         name = top.get("name", default_name)
         if not isinstance(name, str) or not _NAME.match(name):
             raise self.fail("name", f"must match {_NAME.pattern}, got {name!r}")
         description = top.get("description", "")
         if not isinstance(description, str):
             raise self.fail("description", f"expected text, got {_kind(description)}")
+        network = parse_network(top["network"], self.fail) if "network" in top else None
         seen: set[str] = set()
         buses = tuple(self.bus(b, i, seen) for i, b in enumerate(self.items(top, "buses", False)))
         bus_names = {b.name for b in buses}
         disks = tuple(
-            self.disk(d, i, seen, bus_names) for i, d in enumerate(self.items(top, "disks", True))
+            self.disk(d, i, seen, bus_names)
+            for i, d in enumerate(self.items(top, "disks", network is None))
         )
         for bus in buses:
             self.bus_disks(bus, [d for d in disks if d.bus == bus.name])
         stripe = self.stripe(top.get("stripe"), disks)
-        return LabSpec(name, description.strip(), buses, disks, stripe, self.source)
+        return LabSpec(name, description.strip(), buses, disks, stripe, self.source, network)
 
     def bus_disks(self, bus: BusSpec, disks: list[DiskSpec]) -> None:
         where = f"bus {bus.name!r}"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tuner.codec import DecodeError, decode
-from tuner.lab import nbd, system, throttle
+from tuner.lab import nbd, network, system, throttle
 from tuner.lab.model import Lab
 from tuner.lab.record import LabRecord, Step, load_record, record_path
 from tuner.state import state_dir
@@ -17,7 +17,7 @@ from tuner.state import state_dir
 class LabPart:
     """One thing the record says exists, and what the system says about it now."""
 
-    kind: str  # loop, mount, throttle, server (nbdkit) or fuse (nbdfuse's mount)
+    kind: str  # loop, mount, throttle, server (nbdkit), fuse (nbdfuse's mount), netns, relay
     label: str
     device: str | None
     target: str
@@ -102,6 +102,8 @@ def _part(step: Step) -> LabPart | None:
             nbd.processes_with(str(Path(step.target) / nbd.FUSE_FILE), "nbdfuse")
         )
         return LabPart("fuse", step.label, "nbdfuse", step.target, present)
+    if step.kind in network.UNDO:  # a namespace or the delay line
+        return LabPart(step.kind, step.label, None, step.target, network.present(step))
     if step.kind == "throttle" and step.device is not None:
         where = str(step.detail.get("where", "v1"))
         try:
@@ -122,6 +124,10 @@ def _problem(part: LabPart) -> str:
         return f"{part.label}: its model server (nbdkit on {part.target}) is not running"
     if part.kind == "fuse":
         return f"{part.label}: nbdfuse is not serving {part.target}"
+    if part.kind == "netns":
+        return f"{part.label}: namespace {part.target} is gone"
+    if part.kind == "relay":
+        return f"{part.label}: the network's delay line is not running ({part.target})"
     return f"{part.label}: no throttle rule on {part.device} ({part.target})"
 
 

@@ -1,0 +1,286 @@
+"""Transfer trials: iperf3 between a sender and a receiver, memory or a file at either end.
+
+As Hughes-Jones and Dallison measured a path (paper 003): memory to memory shows what the
+network and TCP allow; a file read at the sender (`iperf3 -c -F`, disk to memory) or written
+at the receiver (`iperf3 -s -F`, memory to disk) adds one disk end, so comparing them names
+the part that limits the transfer. In the lab both ends are namespaces (`ip netns exec`).
+
+iperf3 always reports JSON (`--json`); its output goes to a file and is read only when it is
+under MAX_OUTPUT_BYTES. Every run is bounded in time (seconds + omit + a margin).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from tuner.errors import BadInput, IotunerError
+from tuner.lab.model import LabNetwork
+
+IPERF3_MISSING = "iperf3 not found: install the Debian package iperf3"
+MAX_OUTPUT_BYTES = 4 << 20
+MAX_SECONDS = 300
+MAX_OMIT = 10
+MAX_PARALLEL = 16
+MAX_WINDOW = 1 << 30
+MARGIN_S = 30.0
+LISTEN_WAIT_S = 10.0
+DEFAULT_PORT = 5201
+_CONGESTION = re.compile(r"^[a-z][a-z0-9_]{0,15}$")
+_ADDRESS = re.compile(r"^[0-9A-Za-z.:-]{1,253}$")
+
+
+class TransferError(IotunerError):
+    """iperf3 failed or reported something unreadable; exit code 1."""
+
+
+@dataclass(frozen=True)
+class Ends:
+    """Where the two iperf3 processes run: a network namespace each (None: this host's), and
+    the receiver's address and port the sender connects to."""
+
+    sender_ns: str | None
+    receiver_ns: str | None
+    address: str
+    port: int = DEFAULT_PORT
+
+    @classmethod
+    def of_lab(cls, net: LabNetwork, port: int = DEFAULT_PORT) -> Ends:
+        """The ends of the lab's network path."""
+        return cls(net.sender, net.receiver, net.receiver_address, port)
+
+
+@dataclass(frozen=True)
+class TransferOptions:
+    """One trial: how long, what TCP may use, and where the bytes come from and go.
+
+    `seconds` are measured after `omit` seconds of slow start that iperf3 leaves out;
+    `congestion` is set per connection (iperf3 -C; root may pick any available algorithm);
+    `window` sets SO_SNDBUF/SO_RCVBUF (iperf3 -w; the kernel caps it at net.core.*mem_max),
+    None leaves TCP's autotuning within tcp_rmem/tcp_wmem. `send_file` is read by the
+    sender (disk to memory), `receive_file` written by the receiver (memory to disk).
+    """
+
+    seconds: int = 10
+    omit: int = 2
+    parallel: int = 1
+    congestion: str | None = None
+    window: int | None = None
+    send_file: str | None = None
+    receive_file: str | None = None
+
+    @property
+    def kind(self) -> str:
+        """memory-to-memory, disk-to-memory, memory-to-disk or disk-to-disk."""
+        source = "disk" if self.send_file else "memory"
+        sink = "disk" if self.receive_file else "memory"
+        return f"{source}-to-{sink}"
+
+
+@dataclass(frozen=True)
+class TransferResult:
+    """What one iperf3 run measured (Mbit/s are 10^6 bits of TCP payload per second).
+
+    `received_mbit` is the receiver's goodput over the measured seconds, `intervals_mbit` the
+    sender's per second (their spread shows a steady path or a sawtooth); `rtt_ms` and
+    `max_cwnd_bytes` are the sender's TCP view (mean smoothed RTT, largest congestion window).
+    `committed_mbit` (memory to disk, disk to disk): the received file's bytes over the time
+    from the start until they were on the disk (fsync after iperf3 ends), since iperf3's
+    buffered writes would otherwise only show the page cache; 0 without a receive file.
+    """
+
+    kind: str
+    seconds: float
+    sent_mbit: float
+    received_mbit: float
+    retransmits: int
+    intervals_mbit: tuple[float, ...]
+    rtt_ms: float
+    max_cwnd_bytes: int
+    congestion: str
+    sender_cpu_percent: float
+    receiver_cpu_percent: float
+    committed_mbit: float = 0.0
+
+
+def check_options(options: TransferOptions) -> None:
+    """BadInput (one line) unless every option is within its bounds."""
+    if not 1 <= options.seconds <= MAX_SECONDS:
+        raise BadInput(f"transfer seconds must be 1 to {MAX_SECONDS}, got {options.seconds}")
+    if not 0 <= options.omit <= MAX_OMIT:
+        raise BadInput(f"transfer omit must be 0 to {MAX_OMIT} seconds, got {options.omit}")
+    if not 1 <= options.parallel <= MAX_PARALLEL:
+        raise BadInput(f"transfer parallel must be 1 to {MAX_PARALLEL}, got {options.parallel}")
+    if options.congestion is not None and not _CONGESTION.match(options.congestion):
+        raise BadInput(f"congestion control must match {_CONGESTION.pattern}, "
+                       f"got {options.congestion!r}")  # fmt: skip
+    if options.window is not None and not 4096 <= options.window <= MAX_WINDOW:
+        raise BadInput(f"window must be 4096 to {MAX_WINDOW} bytes, got {options.window}")
+    for label, path in (("send file", options.send_file), ("receive file", options.receive_file)):
+        if path is not None and (not path.startswith("/") or "\0" in path):
+            raise BadInput(f"{label} must be an absolute path, got {path!r}")
+    if options.send_file is not None and not Path(options.send_file).is_file():
+        raise BadInput(f"send file {options.send_file}: no such file")
+    if options.receive_file is not None and not Path(options.receive_file).parent.is_dir():
+        raise BadInput(f"receive file {options.receive_file}: its directory does not exist")
+
+
+def run_transfer(ends: Ends, options: TransferOptions) -> TransferResult:
+    """Run one iperf3 trial between `ends`; TransferError if iperf3 fails or times out."""
+    check_options(options)
+    if not _ADDRESS.match(ends.address) or not 1024 <= ends.port <= 65535:
+        raise BadInput(f"bad peer {ends.address!r} port {ends.port}")
+    if shutil.which("iperf3") is None:
+        raise TransferError(IPERF3_MISSING)
+    budget = options.seconds + options.omit + MARGIN_S
+    server_cmd = ["iperf3", "-s", "-1", "-B", ends.address, "-p", str(ends.port)]
+    if options.receive_file:
+        server_cmd += ["-F", options.receive_file]
+    server = subprocess.Popen(
+        _in(ends.receiver_ns, server_cmd),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_listening(ends)
+        started = time.monotonic()
+        result = parse_result(_run_client(ends, options, budget), options.kind)
+    finally:
+        _end(server)
+    if options.receive_file:
+        size = _fsync(options.receive_file)
+        elapsed = time.monotonic() - started
+        result = replace(result, committed_mbit=round(size * 8 / elapsed / 1e6, 3))
+    return result
+
+
+def client_command(ends: Ends, options: TransferOptions) -> list[str]:
+    """The sender's iperf3 command line (JSON out, bounded time, one report a second)."""
+    cmd = [
+        "iperf3", "-c", ends.address, "-p", str(ends.port), "--json", "-i", "1",
+        "-t", str(options.seconds), "-O", str(options.omit), "-P", str(options.parallel),
+        "--connect-timeout", "5000",
+    ]  # fmt: skip
+    if options.congestion:
+        cmd += ["-C", options.congestion]
+    if options.window:
+        cmd += ["-w", str(options.window)]
+    if options.send_file:
+        cmd += ["-F", options.send_file]
+    return _in(ends.sender_ns, cmd)
+
+
+def _run_client(ends: Ends, options: TransferOptions, budget: float) -> dict[str, Any]:
+    with tempfile.TemporaryFile() as out:
+        try:
+            done = subprocess.run(
+                client_command(ends, options),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.DEVNULL,
+                timeout=budget,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise TransferError(f"iperf3 did not finish within {budget:.0f} s") from None
+        size = out.tell()
+        if size > MAX_OUTPUT_BYTES:
+            raise TransferError(f"iperf3 wrote {size} bytes, more than {MAX_OUTPUT_BYTES}")
+        out.seek(0)
+        text = out.read().decode(errors="replace")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise TransferError(f"iperf3 exited {done.returncode} without JSON") from None
+    if not isinstance(data, dict):
+        raise TransferError("iperf3's JSON is not an object")
+    if isinstance(data.get("error"), str):
+        raise TransferError(f"iperf3: {data['error'][:200]}")
+    return data
+
+
+def parse_result(data: dict[str, Any], kind: str) -> TransferResult:
+    """The figures of an iperf3 client's JSON report; TransferError if one is missing."""
+    try:
+        end = data["end"]
+        sent, received = end["sum_sent"], end["sum_received"]
+        streams = [s["sender"] for s in end["streams"]]
+        intervals = tuple(
+            round(_number(i["sum"]["bits_per_second"]) / 1e6, 3)
+            for i in data["intervals"]
+            if not i["sum"].get("omitted", False)
+        )
+        cpu = end.get("cpu_utilization_percent", {})
+        rtts = [_number(s.get("mean_rtt", 0)) for s in streams]
+        return TransferResult(
+            kind=kind,
+            seconds=round(_number(received["seconds"]), 3),
+            sent_mbit=round(_number(sent["bits_per_second"]) / 1e6, 3),
+            received_mbit=round(_number(received["bits_per_second"]) / 1e6, 3),
+            retransmits=int(_number(sent.get("retransmits", 0))),
+            intervals_mbit=intervals,
+            rtt_ms=round(sum(rtts) / len(rtts) / 1000, 3) if rtts else 0.0,
+            max_cwnd_bytes=int(
+                max((_number(s.get("max_snd_cwnd", 0)) for s in streams), default=0)
+            ),
+            congestion=str(end.get("sender_tcp_congestion", ""))[:16],
+            sender_cpu_percent=round(_number(cpu.get("host_total", 0)), 1),
+            receiver_cpu_percent=round(_number(cpu.get("remote_total", 0)), 1),
+        )
+    except (AttributeError, KeyError, TypeError, ValueError, ZeroDivisionError) as err:
+        raise TransferError(f"iperf3's JSON is missing or malformed at {err}") from None
+
+
+def _number(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise ValueError(f"a number, got {value!r}")
+    return float(value)
+
+
+def _in(ns: str | None, cmd: list[str]) -> list[str]:
+    return cmd if ns is None else ["ip", "netns", "exec", ns, *cmd]
+
+
+def _wait_listening(ends: Ends) -> None:
+    """Until the receiver's iperf3 listens on its port (the client would fail at once)."""
+    deadline = time.monotonic() + LISTEN_WAIT_S
+    query = _in(ends.receiver_ns, ["ss", "-Hltn", f"sport = :{ends.port}"])
+    while time.monotonic() < deadline:
+        done = subprocess.run(query, capture_output=True, text=True, timeout=10, check=False)
+        if done.stdout.strip():
+            return
+        time.sleep(0.05)
+    raise TransferError(f"iperf3 -s did not listen on port {ends.port} within {LISTEN_WAIT_S} s")
+
+
+def _fsync(path: str) -> int:
+    """Flush `path` to its disk; its size in bytes."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+
+
+def _end(server: subprocess.Popen[bytes]) -> None:
+    """The server ends by itself after one test (-1); end it if the test never came."""
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        server.wait(timeout=2)
+        return
+    server.terminate()
+    try:
+        server.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
