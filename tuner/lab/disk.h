@@ -1,4 +1,4 @@
-/* What iotuner's modelled disks (hdd.c, ssd.c) share: the clock, sleeping to a deadline,
+/* What iotuner's modelled disks (hdd.c, ssd.c, raid.c) share: the clock, sleeping to a deadline,
  * parameter parsing, and faults. Included by each plugin (nbdkit's cc plugin compiles one
  * file; `#include "disk.h"` finds this one beside it), never compiled alone.
  *
@@ -22,6 +22,9 @@
  * every process on the machine) is one 64-bit word at the start of bus_file, mapped by
  * every server on the bus and moved by compare-and-swap: no lock, so a server killed with
  * SIGKILL leaves nothing held.
+ *
+ * The nbdkit callbacks every plugin shares (disk_open ... disk_pwrite) are at the end: one
+ * device behind every connection, each read or write handed to the plugin's `perform`.
  */
 #ifndef IOTUNER_DISK_H
 #define IOTUNER_DISK_H
@@ -34,6 +37,11 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+
+static int64_t size = -1; /* the capacity every modelled disk presents, in bytes */
+
+/* Each plugin's own: move the data and wait as long as its model says (hdd.c, ssd.c, raid.c). */
+static int perform (void *buf, const void *wbuf, uint32_t count, uint64_t offset);
 
 static double t_epoch;
 static int64_t eio_start, eio_length;
@@ -161,9 +169,9 @@ bus_cross (double t, uint32_t len)
   return end * 1e-9 - t_epoch;
 }
 
-/* 0 if the fault parameters fit a disk of `size` bytes. */
+/* 0 if the fault parameters fit the disk's `size` bytes. */
 static int
-fault_config_complete (int64_t size)
+fault_config_complete (void)
 {
   if (eio_start < 0 || eio_length < 0 || eio_length > size || eio_start > size - eio_length) {
     nbdkit_error ("eio_start/eio_length outside the disk");
@@ -188,6 +196,37 @@ fault_extra (double s, double duration)
   if (slow_factor == 1 || s < from || s >= from + slow_for_s)
     return 0;
   return duration * (slow_factor - 1);
+}
+
+/* The callbacks every modelled disk's plugin registers as they are. */
+static void *
+disk_open (int readonly)
+{
+  return NBDKIT_HANDLE_NOT_NEEDED;
+}
+
+static int64_t
+disk_get_size (void *handle)
+{
+  return size;
+}
+
+static int
+disk_can_multi_conn (void *handle)
+{
+  return 1; /* one device behind every connection; flush has nothing to flush */
+}
+
+static int
+disk_pread (void *handle, void *buf, uint32_t count, uint64_t offset, uint32_t flags)
+{
+  return perform (buf, NULL, count, offset);
+}
+
+static int
+disk_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset, uint32_t flags)
+{
+  return perform (NULL, buf, count, offset);
 }
 
 #endif

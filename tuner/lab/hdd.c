@@ -33,7 +33,6 @@
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
 static const char *file;
-static int64_t size = -1;
 static int fd = -1;
 static struct drive the_drive;
 
@@ -87,7 +86,7 @@ hdd_config_complete (void)
     nbdkit_error ("file= and size= are required");
     return -1;
   }
-  if (drive_geometry (size) < 0 || fault_config_complete (size) < 0)
+  if (drive_geometry (size) < 0 || fault_config_complete () < 0)
     return -1;
   drive_init (&the_drive, 0);
   return 0;
@@ -105,36 +104,6 @@ hdd_get_ready (void)
   return bus_open ();
 }
 
-static void *
-hdd_open (int readonly)
-{
-  return NBDKIT_HANDLE_NOT_NEEDED;
-}
-
-static int64_t
-hdd_get_size (void *handle)
-{
-  return size;
-}
-
-static int
-hdd_can_multi_conn (void *handle)
-{
-  return 1; /* one drive behind every connection; flush has nothing to flush */
-}
-
-static int
-hdd_pread (void *handle, void *buf, uint32_t count, uint64_t offset, uint32_t flags)
-{
-  return perform (buf, NULL, count, offset);
-}
-
-static int
-hdd_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset, uint32_t flags)
-{
-  return perform (NULL, buf, count, offset);
-}
-
 static int
 hdd_flush (void *handle, uint32_t flags)
 {
@@ -148,11 +117,11 @@ static struct nbdkit_plugin plugin = {
   .config = hdd_config,
   .config_complete = hdd_config_complete,
   .get_ready = hdd_get_ready,
-  .open = hdd_open,
-  .get_size = hdd_get_size,
-  .can_multi_conn = hdd_can_multi_conn,
-  .pread = hdd_pread,
-  .pwrite = hdd_pwrite,
+  .open = disk_open,
+  .get_size = disk_get_size,
+  .can_multi_conn = disk_can_multi_conn,
+  .pread = disk_pread,
+  .pwrite = disk_pwrite,
   .flush = hdd_flush,
 };
 

@@ -359,16 +359,16 @@ drive_config (const char *key, const char *value)
   return 1;
 }
 
-/* Check the drive parameters and lay out a drive of `size` bytes; 0 if they fit. */
+/* Check the drive parameters and lay out a drive of `capacity` bytes; 0 if they fit. */
 static int
-drive_geometry (int64_t size)
+drive_geometry (int64_t capacity)
 {
   if (zones < 1 || zones > MAX_ZONES || queue_depth < 1 || queue_depth > 256 ||
       cache_kib < 0 || inner_mbps > outer_mbps || seek_full_ms < seek_track_ms) {
     nbdkit_error ("parameters out of range");
     return -1;
   }
-  drive_size = size;
+  drive_size = capacity;
   T = 60.0 / rpm;
   double per_track_row = 0;
   for (int z = 0; z < zones; z++) {
@@ -377,7 +377,7 @@ drive_geometry (int64_t size)
     zone_track[z] = zone_rate[z] * T;
     per_track_row += zone_track[z];
   }
-  tracks_per_zone = (int64_t) (size / per_track_row) + 1;
+  tracks_per_zone = (int64_t) (capacity / per_track_row) + 1;
   tracks = tracks_per_zone * zones;
   double start = 0;
   for (int z = 0; z < zones; z++) {

@@ -56,7 +56,7 @@
 #define STATS_WORDS (8 + 4 * MAX_MEMBERS)
 
 static const char *file, *stats_file;
-static int64_t size = -1, stripe_kib = 64;
+static int64_t stripe_kib = 64;
 static int level = -1, members = 4;
 static int fd = -1;
 static struct drive member[MAX_MEMBERS];
@@ -233,7 +233,7 @@ raid_config_complete (void)
   unit = (uint64_t) stripe_kib * 1024;
   data_units = (uint64_t) (level == 5 ? members - 1 : members);
   uint64_t stripes = ((uint64_t) size + data_units * unit - 1) / (data_units * unit);
-  if (drive_geometry ((int64_t) (stripes * unit)) < 0 || fault_config_complete (size) < 0)
+  if (drive_geometry ((int64_t) (stripes * unit)) < 0 || fault_config_complete () < 0)
     return -1;
   for (int m = 0; m < members; m++)
     drive_init (&member[m], m);
@@ -266,36 +266,6 @@ raid_get_ready (void)
   return bus_open ();
 }
 
-static void *
-raid_open (int readonly)
-{
-  return NBDKIT_HANDLE_NOT_NEEDED;
-}
-
-static int64_t
-raid_get_size (void *handle)
-{
-  return size;
-}
-
-static int
-raid_can_multi_conn (void *handle)
-{
-  return 1; /* one set behind every connection; flush has nothing to flush */
-}
-
-static int
-raid_pread (void *handle, void *buf, uint32_t count_, uint64_t offset, uint32_t flags)
-{
-  return perform (buf, NULL, count_, offset);
-}
-
-static int
-raid_pwrite (void *handle, const void *buf, uint32_t count_, uint64_t offset, uint32_t flags)
-{
-  return perform (NULL, buf, count_, offset);
-}
-
 static int
 raid_flush (void *handle, uint32_t flags)
 {
@@ -309,11 +279,11 @@ static struct nbdkit_plugin plugin = {
   .config = raid_config,
   .config_complete = raid_config_complete,
   .get_ready = raid_get_ready,
-  .open = raid_open,
-  .get_size = raid_get_size,
-  .can_multi_conn = raid_can_multi_conn,
-  .pread = raid_pread,
-  .pwrite = raid_pwrite,
+  .open = disk_open,
+  .get_size = disk_get_size,
+  .can_multi_conn = disk_can_multi_conn,
+  .pread = disk_pread,
+  .pwrite = disk_pwrite,
   .flush = raid_flush,
 };
 

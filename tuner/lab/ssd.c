@@ -57,7 +57,6 @@
 #define MAX_CHANNELS 64
 
 static const char *file;
-static int64_t size = -1;
 static double read_us = 2000, write_us = 3000, mbps = 400, gc_factor = 4, route_us = 400;
 static int channels = 4;
 static int64_t op_bytes = 256 << 20;
@@ -161,7 +160,7 @@ ssd_config_complete (void)
     nbdkit_error ("parameters out of range");
     return -1;
   }
-  return fault_config_complete (size);
+  return fault_config_complete ();
 }
 
 static int
@@ -174,36 +173,6 @@ ssd_get_ready (void)
   }
   clock_start ();
   return bus_open ();
-}
-
-static void *
-ssd_open (int readonly)
-{
-  return NBDKIT_HANDLE_NOT_NEEDED;
-}
-
-static int64_t
-ssd_get_size (void *handle)
-{
-  return size;
-}
-
-static int
-ssd_can_multi_conn (void *handle)
-{
-  return 1; /* one drive behind every connection; flush has nothing to flush */
-}
-
-static int
-ssd_pread (void *handle, void *buf, uint32_t count, uint64_t offset, uint32_t flags)
-{
-  return perform (buf, NULL, count, offset);
-}
-
-static int
-ssd_pwrite (void *handle, const void *buf, uint32_t count, uint64_t offset, uint32_t flags)
-{
-  return perform (NULL, buf, count, offset);
 }
 
 static int
@@ -219,11 +188,11 @@ static struct nbdkit_plugin plugin = {
   .config = ssd_config,
   .config_complete = ssd_config_complete,
   .get_ready = ssd_get_ready,
-  .open = ssd_open,
-  .get_size = ssd_get_size,
-  .can_multi_conn = ssd_can_multi_conn,
-  .pread = ssd_pread,
-  .pwrite = ssd_pwrite,
+  .open = disk_open,
+  .get_size = disk_get_size,
+  .can_multi_conn = disk_can_multi_conn,
+  .pread = disk_pread,
+  .pwrite = disk_pwrite,
   .flush = ssd_flush,
 };
 
