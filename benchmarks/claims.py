@@ -22,7 +22,8 @@ For each row, as root, on the lab (loop devices over /dev/shm, block throttling)
    0.98; it stays in the table, marked, with its cause.
 
 Every figure here is a lab figure: block throttling caps a loop device's MB/s and IOPS, it
-does not seek, rotate or queue as a disk does.
+does not seek, rotate or queue as a disk does; the hdd-concurrent-streams row runs on the modelled
+hard disk (nbdkit, docs/lab.md), which does.
 
 State (journal, lab record) goes to $IOTUNER_STATE_DIR, /tmp/iotuner-bench-claims-state
 when unset; the labs are torn down after their rows, also on Ctrl-C.
@@ -69,6 +70,9 @@ description: One 150 MB/s, 300-IOPS disk with xfs, as in issue 16's database rea
 disks:
   - {name: d0, read_mbps: 150, write_mbps: 150, iops: 300, size: 4GiB, fs: xfs}
 """
+
+HDD = (Path(__file__).resolve().parents[1] / "tuner/lab/specs/hdd.yaml").read_text()
+"""The main job's modelled hard disk (nbdkit; docs/lab.md): seeks, rotation, zones."""
 
 
 @dataclass(frozen=True)
@@ -134,6 +138,19 @@ ROWS = (
         "filename={mnt}/claims-log.dat\n",
         "mnt",
         timed=False,
+    ),
+    ClaimRow(
+        # The main job (concurrent-streams on its modelled hard disk): four buffered
+        # sequential readers, each on its own quarter of the disk. The main job's profile
+        # names no data set, so its trials read cold; a job naming its 2 GiB would fit this
+        # host's page cache and be judged as reads from memory (nothing to tune): production
+        # here keeps 64 MiB of it.
+        "hdd-concurrent-streams",
+        HDD,
+        "[hdd-concurrent-streams]\nrw=read\nbs=64k\nioengine=psync\ndirect=0\nnumjobs=4\n"
+        "size=512m\noffset_increment=512m\nfilename={dev}\n",
+        "dev",
+        cache_memory=64 * MiB,
     ),
     ClaimRow(
         "small-files",

@@ -14,7 +14,7 @@ One run, as root, on the lab (loop devices over /dev/shm, block throttling):
    replayed trial draws one of two real samples.
 2. Replays of the recorded landscapes: iotuner's optimiser and random search over 20 seeds, how
    many reach 95 % of the grid optimum within 15 trials.
-3. The wall time of a whole default `iotuner tune` (the main job: lab single-disk, stream-read).
+3. The wall time of a whole default `iotuner tune` (the main job: lab hdd, concurrent-streams).
 
 Every point is journaled and restored after its trial (TunableEngine); the labs are torn down
 after their rows, also on Ctrl-C or SIGTERM. State (journal, lab record) goes to

@@ -39,7 +39,8 @@ def test_main_job_tunes_the_lab_and_leaves_nothing(tmp_path: Path) -> None:
                      "--json", "--plan-out", str(plan), state=tmp_path / "state")  # fmt: skip
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
-    assert doc["workload"] == "stream-read"
+    # The main job: four sequential readers on the lab's modelled hard disk.
+    assert doc["workload"] == "concurrent-streams"
     assert doc["baseline"]["mbps"] > 0 and doc["best"]["mbps"] > 0
     assert doc["ci"][0] <= doc["gain"] <= doc["ci"][1]
     phases = {t["phase"] for t in doc["trials"]}

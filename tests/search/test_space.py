@@ -181,3 +181,23 @@ def test_unit_scale_round_trips_and_measures_distance() -> None:
     for choice in sched.choices:
         assert sched.from_unit(sched.unit(choice)) == choice
     assert (sched.distance("none", "bfq"), sched.distance("bfq", "bfq")) == (1.0, 0.0)
+
+
+def test_a_scheduler_parameter_rests_where_the_point_chooses_another_scheduler() -> None:
+    sched = Dimension("block.scheduler", "sdb", "categorical", choices=("mq-deadline", "bfq"))
+    idle = Dimension("block.bfq_slice_idle", "sdb", "int", 0, 32)
+    batch = Dimension("block.deadline_fifo_batch", "sdb", "int", 1, 256, log=True)
+    bs = Dimension("bs", APP, "int", 4096, 1 << 20, log=True, pow2=True)
+    resting = {idle.name: 8, batch.name: 16}
+    space = SearchSpace((sched, idle, batch, bs), resting=resting)
+    bfq = space.snap({sched.name: "bfq", idle.name: 0, batch.name: 200, bs.name: 65536})
+    assert (bfq[idle.name], bfq[batch.name]) == (0, 16)
+    deadline = space.snap({sched.name: "mq-deadline", idle.name: 0, batch.name: 64,
+                           bs.name: 65536})  # fmt: skip
+    assert (deadline[idle.name], deadline[batch.name]) == (8, 64)
+    # What a trial writes: neither the other scheduler's parameter nor the application's.
+    assert space.host_settings(deadline) == {sched.name: "mq-deadline", batch.name: 64}
+    # Two points that differ only in a parameter their scheduler lacks are one point.
+    other = space.snap({sched.name: "mq-deadline", idle.name: 31, batch.name: 64,
+                        bs.name: 65536})  # fmt: skip
+    assert point_key(other) == point_key(deadline)

@@ -19,7 +19,12 @@ QUEUE: dict[str, str | int] = {
     "rq_affinity": 1,
     "nomerges": 0,
     "write_cache": "write back",
+    "wbt_lat_usec": 2000,
 }
+DEADLINE: dict[str, str | int] = {"fifo_batch": 16, "read_expire": 500, "write_expire": 5000}
+"""mq-deadline's queue/iosched/ files (some of them), with the kernel's defaults."""
+BFQ: dict[str, str | int] = {"slice_idle": 8, "slice_idle_us": 8000, "low_latency": 1}
+"""bfq's queue/iosched/ files (some of them), with the kernel's defaults."""
 SYSCTLS: dict[str, str | int] = {
     "vm/dirty_background_bytes": 0,
     "vm/dirty_background_ratio": 10,
@@ -45,6 +50,7 @@ def build_host(tree: SysTree, *, cpufreq: bool = True) -> SysTree:
                                  "logical_block_size": 4096, "max_hw_sectors_kb": 512,
                                  "max_sectors_kb": 512}  # fmt: skip
     tree.files("sys/block/sda/queue", {**QUEUE, **sda})
+    tree.files("sys/block/sda/queue/iosched", DEADLINE)
     tree.file("sys/block/sda/mq/0/nr_tags", 64).file("sys/block/sda/mq/1/nr_tags", 32)
     for rel, value in SYSCTLS.items():
         tree.file(f"proc/sys/{rel}", value)
@@ -67,3 +73,15 @@ def build_host(tree: SysTree, *, cpufreq: bool = True) -> SysTree:
         tree.file(f"{device}/msi_irqs/{vector}", "msix")
     tree.link_to(f"sys/bus/pci/devices/{NVME}", device)
     return tree
+
+
+def switch_scheduler(tree: SysTree, device: str, scheduler: str) -> None:
+    """Make `scheduler` the one in force on `device`, as the kernel does: its own iosched/
+    files with their defaults replace the old one's."""
+    queue = f"sys/block/{device}/queue"
+    names = (tree.root / queue / "scheduler").read_text().replace("[", "").replace("]", "")
+    marked = " ".join(f"[{n}]" if n == scheduler else n for n in names.split())
+    tree.file(f"{queue}/scheduler", marked)
+    for old in (tree.root / queue / "iosched").glob("*"):
+        old.unlink()
+    tree.files(f"{queue}/iosched", {"mq-deadline": DEADLINE, "bfq": BFQ}.get(scheduler, {}))

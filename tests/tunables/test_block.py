@@ -6,7 +6,7 @@ import pytest
 
 from tests.sysfs_tree import SysTree
 from tuner.tunables.access import Tunables
-from tuner.tunables.base import InvalidValue, TargetGone
+from tuner.tunables.base import ABSENT, InvalidValue, TargetGone
 
 
 def text(host: SysTree, rel: str) -> str:
@@ -101,7 +101,16 @@ def test_a_missing_device_is_named(tunables: Tunables) -> None:
 def test_scheduler_saves_nr_requests_with_it(tunables: Tunables, host: SysTree) -> None:
     saved = tunables.save("block.scheduler", "sda")
     assert saved.original == "mq-deadline"
-    assert saved.coupled == {"block.nr_requests": 64}
+    # The scheduler's parameters come and go with it: mq-deadline's are saved, bfq's are not
+    # there (restoring them writes nothing), and writeback throttling's target is kept.
+    assert saved.coupled == {
+        "block.nr_requests": 64,
+        "block.wbt_lat_usec": 2000,
+        "block.bfq_slice_idle": ABSENT,
+        "block.bfq_low_latency": ABSENT,
+        "block.deadline_fifo_batch": 16,
+        "block.deadline_read_expire": 500,
+    }
     tunables.write("block.scheduler", "sda", "none")
     (host.root / "sys/block/sda/queue/nr_requests").write_text("32\n")  # as the kernel resets it
     tunables.restore("block.scheduler", "sda", saved)

@@ -89,3 +89,23 @@ def test_a_device_without_a_queue_has_no_dimension(tunables: Tunables) -> None:
                 "block.scheduler"):  # fmt: skip
         assert dim(tunables.sys, key, "sdz") is None
         assert dim(tunables.sys, key, "../loop3") is None
+
+
+def test_merging_and_completion_cpu_where_the_workload_feels_them(
+    host: SysTree, tunables: Tunables
+) -> None:
+    sys = tunables.sys
+    modes = Dimension("block.nomerges", "loop3", "categorical", choices=(0, 1, 2))
+    # A stream on flash (the throttled lab's rows): neither is searched.
+    assert dim(sys, "block.nomerges", "loop3") is None
+    assert dim(sys, "block.rq_affinity", "loop3") is None
+    # Small random requests on flash: thousands of completions a second, merges never found.
+    random = SpaceContext(small_random=True)
+    host.file("sys/block/loop3/queue/rotational", 0)
+    assert dim(sys, "block.nomerges", "loop3", random) == modes
+    affinity = dim(sys, "block.rq_affinity", "loop3", random)
+    assert affinity is not None and affinity.choices == (0, 1, 2)
+    # A hard disk: merging decides how many seeks a stream costs; completions are few.
+    host.file("sys/block/loop3/queue/rotational", 1)
+    assert dim(sys, "block.nomerges", "loop3") == modes
+    assert dim(sys, "block.rq_affinity", "loop3", random) is None

@@ -4,14 +4,25 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tunables.hostroot import NVME
+from tests.sysfs_tree import SysTree
+from tests.tunables.hostroot import NVME, switch_scheduler
 from tuner.facts.catalog import fact_names
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import TunableError
+from tuner.tunables.iosched import SchedulerParameter
 from tuner.tunables.registry import TUNABLES
 from tuner.tunables.table import IMPLEMENTATIONS
 
 TARGETS = {"device": "loop3", "host": "host", "nic": "eth0", "irq": NVME}
+
+
+def target_of(key: str, host: SysTree) -> str:
+    """The fixture target `key` reads on: a scheduler's parameter, on loop3 once that
+    scheduler is in force there (the files exist only then)."""
+    impl = IMPLEMENTATIONS[key]
+    if isinstance(impl, SchedulerParameter):
+        switch_scheduler(host, "loop3", impl.scheduler)
+    return TARGETS[TUNABLES[key].scope]
 
 
 def test_every_registry_key_has_an_implementation() -> None:
@@ -19,20 +30,22 @@ def test_every_registry_key_has_an_implementation() -> None:
     assert all(impl.key == key for key, impl in IMPLEMENTATIONS.items())
 
 
-def test_every_key_reads_and_revalidates_its_own_value(tunables: Tunables) -> None:
-    for key, spec in TUNABLES.items():
-        target = TARGETS[spec.scope]
+def test_every_key_reads_and_revalidates_its_own_value(tunables: Tunables, host: SysTree) -> None:
+    for key in TUNABLES:
+        target = target_of(key, host)
         value = tunables.read(key, target)
         if key in ("vm.dirty_background_bytes", "vm.dirty_bytes"):
             continue  # 0 means "the ratio is in force" and cannot be written back as such
         assert tunables.validate(key, target, value) == value, key
 
 
-def test_every_key_names_its_kernel_file_and_udev_keys_their_rule(tunables: Tunables) -> None:
+def test_every_key_names_its_kernel_file_and_udev_keys_their_rule(
+    tunables: Tunables, host: SysTree
+) -> None:
     """A tunable says where it lives (apply and verify show it) and, when udev holds it, the
     assignment: the NIC's is its own attribute, not a block queue's."""
     for key, spec in TUNABLES.items():
-        target = TARGETS[spec.scope]
+        target = target_of(key, host)
         # A setting only ethtool shows names the command (`ethtool -g eth0`), not a file.
         assert tunables.path(key, target).startswith(("/sys/", "/proc/", "ethtool -")), key
         value = tunables.read(key, target)

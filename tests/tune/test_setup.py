@@ -163,7 +163,11 @@ def names_on(topology: Topology, device: str) -> list[tuple[str, str]]:
 
 
 def test_readahead_where_reads_enter_queue_keys_on_every_member(stacked: Topology) -> None:
-    queue_keys = ("block.nr_requests", "block.max_sectors_kb", "block.scheduler")
+    # The fixture's disks are rotational and offer mq-deadline: merging and mq-deadline's own
+    # parameters are searched on each, as an expert would on hard disks (bfq is not offered).
+    queue_keys = ("block.nr_requests", "block.max_sectors_kb", "block.scheduler",
+                  "block.nomerges", "block.deadline_fifo_batch",
+                  "block.deadline_read_expire")  # fmt: skip
     # md0's members are partitions: their disks hold the queues the requests wait in.
     assert names_on(stacked, "md0") == [
         ("block.read_ahead_kb", "md0"),
@@ -180,11 +184,13 @@ def test_readahead_where_reads_enter_queue_keys_on_every_member(stacked: Topolog
 
 def test_a_loop_device_over_a_file_is_its_own_stack(stacked: Topology) -> None:
     # loop4's backing file lives on loop3's file system; a request waits in loop4's queue
-    # (a single scheduler there: nothing to choose), never in loop3's: the lab's one device.
+    # (a single scheduler there: nothing to choose, and no scheduler parameters), never in
+    # loop3's: the lab's one device. Marked rotational, so merging is searched.
     assert names_on(stacked, "loop4") == [
         ("block.read_ahead_kb", "loop4"),
         ("block.nr_requests", "loop4"),
         ("block.max_sectors_kb", "loop4"),
+        ("block.nomerges", "loop4"),
     ]
 
 

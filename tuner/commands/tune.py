@@ -40,7 +40,12 @@ from tuner.tune.setup import prepare_tune
 from tuner.tune.view import TuneView, print_changes, render_summary
 from tuner.units import parse_size
 
-MAIN_JOB_LAB = "single-disk"
+MAIN_JOB_LAB = "hdd"
+MAIN_JOB_WORKLOAD = "concurrent-streams"
+"""The main job (`iotuner tune` with no target): a modelled hard disk (tuner/lab/specs/hdd.yaml)
+read by four buffered sequential readers at once, where every switch between streams is a
+seek and the readahead window decides how much each seek brings (docs/tune.md)."""
+DEFAULT_WORKLOAD = "stream-read"
 IDLE_WAIT_S = 60.0
 """How long --idle-below waits before a trial for the devices to get idle (then it stops)."""
 
@@ -50,7 +55,13 @@ def tune(
         str | None,
         typer.Option(help="A block device or a directory for a scratch file; default: the lab."),
     ] = None,
-    workload: Annotated[str, typer.Option(help="Workload profile to optimise.")] = "stream-read",
+    workload: Annotated[
+        str | None,
+        typer.Option(
+            help=f"Workload profile to optimise; default {DEFAULT_WORKLOAD}, or "
+            f"{MAIN_JOB_WORKLOAD} on the main job (no --target)."
+        ),
+    ] = None,
     fio_job: Annotated[
         Path | None, typer.Option(help="Your own fio job file instead of a workload profile.")
     ] = None,
@@ -110,7 +121,8 @@ def tune(
 ) -> None:
     """Measure the baseline, search host settings with short fio trials, confirm the winner.
 
-    Without --target, brings up the lab's single-disk, tunes there and tears it down. Every
+    Without --target, brings up the lab's modelled hard disk, tunes four concurrent sequential
+    readers there (unless --workload or --fio-job says otherwise) and tears it down. Every
     setting changed during trials is journaled first and restored at the end (also on Ctrl-C
     and SIGTERM; after kill -9, by the next iotuner command or `iotuner rollback`).
     A read-only --fio-job naming an existing file reads that file. A buffered reader's trials
@@ -126,7 +138,9 @@ def tune(
     if plan_out is not None and not plan_out.parent.is_dir():
         raise BadInput(f"--plan-out {plan_out}: directory {plan_out.parent} does not exist")
     base = load_rule_base()
-    chosen = _workload(base, workload, fio_job)
+    main_job = target is None and destroy_data is None
+    default = MAIN_JOB_WORKLOAD if main_job else DEFAULT_WORKLOAD
+    chosen = _workload(base, workload or default, fio_job)
     # scikit-optimize and scipy take seconds to import: only `tune` pays for them.
     from tuner.tune.session import Tune, TuneConfig
 

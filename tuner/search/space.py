@@ -14,8 +14,9 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from tuner.tunables.block import DEFAULT_NONE_DEPTH, none_depth
+from tuner.tunables.block import DEFAULT_NONE_DEPTH, Scheduler, none_depth
 from tuner.tunables.domain import Dimension, SpaceContext, Value
+from tuner.tunables.iosched import SchedulerParameter
 from tuner.tunables.sysroot import SysRoot
 from tuner.tunables.table import IMPLEMENTATIONS
 
@@ -33,10 +34,14 @@ class SearchSpace:
     """The dimensions a tune varies, plus what `repair` needs to keep points valid.
 
     `none_depth` maps a device to the most requests it accepts with scheduler none.
+    `resting` holds, for each scheduler parameter searched (bfq's slice_idle, mq-deadline's
+    fifo_batch), the value a point that chooses another scheduler keeps it at: the current
+    value, or the kernel's default where its scheduler is not in force (SchedulerParameter).
     """
 
     dimensions: tuple[Dimension, ...]
     none_depth: Mapping[str, int] = field(default_factory=dict)
+    resting: Mapping[tuple[str, str], Value] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         names = [d.name for d in self.dimensions]
@@ -70,6 +75,12 @@ class SearchSpace:
           kernel would really run.
         - block.nr_requests with scheduler none is capped at the hardware depth, as the kernel
           refuses more (EINVAL).
+        - A scheduler's own parameter (block.bfq_slice_idle, block.deadline_fifo_batch) in a
+          point that chooses another scheduler rests at its `resting` value, and the trial
+          does not write it (`host_settings`): the device would not have the file. The
+          dimension stays (the optimiser needs every point whole) but only the points that
+          choose its scheduler move it, so the search varies the scheduler and its parameters
+          together instead of fixing the scheduler whenever it tries a parameter.
         """
         fixed = dict(point)
         bg, dirty = ("vm.dirty_background_bytes", HOST), ("vm.dirty_bytes", HOST)
@@ -83,7 +94,29 @@ class SearchSpace:
                 depth = self.none_depth.get(target, DEFAULT_NONE_DEPTH)
                 if nr in fixed and int(fixed[nr]) > depth:
                     fixed[nr] = depth
+        for name in self.resting:
+            if name in fixed and not self.active(fixed, name):
+                fixed[name] = self.resting[name]
         return fixed
+
+    def active(self, point: Mapping[tuple[str, str], Value], name: tuple[str, str]) -> bool:
+        """False for a scheduler parameter whose scheduler `point` does not choose; True for
+        every other dimension (and where the point leaves the scheduler as it is)."""
+        key, target = name
+        impl = IMPLEMENTATIONS.get(key)
+        if not isinstance(impl, SchedulerParameter):
+            return True
+        chosen = point.get((Scheduler.key, target))
+        return chosen is None or chosen == impl.scheduler
+
+    def host_settings(self, point: Mapping[tuple[str, str], Value]) -> Point:
+        """What a trial at `point` writes on the host: its settings without the application's
+        parameters and without the scheduler parameters its scheduler does not have."""
+        return {
+            name: value
+            for name, value in point.items()
+            if name[1] != APP and self.active(point, name)
+        }
 
     def complete(self, partial: Mapping[tuple[str, str], Value], base: Point) -> Point:
         """`partial` (say a rule's recommendation) with the other dimensions taken from `base`."""
@@ -134,6 +167,7 @@ def space_for(
     depths = {dev: context.none_depth.get(dev) or none_depth(sys, dev) for dev in devices}
     context = replace(context, none_depth=depths)
     dims: list[Dimension] = []
+    resting: dict[tuple[str, str], Value] = {}
     for key, tunable in IMPLEMENTATIONS.items():
         if key not in wanted:
             continue
@@ -141,6 +175,8 @@ def space_for(
             dim = tunable.dimension(sys, target, context)
             if dim is not None:
                 dims.append(dim)
+                if isinstance(tunable, SchedulerParameter):
+                    resting[dim.name] = dim.snap(tunable.resting(sys, dim.target))
     if app:
         dims.extend(app_dimensions())
-    return SearchSpace(tuple(dims), depths)
+    return SearchSpace(tuple(dims), depths, resting)

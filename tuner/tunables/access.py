@@ -96,11 +96,16 @@ class Tunables:
         """What reading back should give once `value` is written (a policy's layout)."""
         return self.impl(key).expected(self.sys, self.target(key, target), value)
 
+    def state(self, key: str, target: str) -> Value:
+        """The value as saved and compared on restore: `read`, or ABSENT for a setting the
+        device does not have right now (Tunable.state)."""
+        return self.impl(key).state(self.sys, self.target(key, target))
+
     def save(self, key: str, target: str) -> Saved:
         """The current value and those of the keys a write of it may change."""
         impl, name = self.impl(key), self.target(key, target)
-        coupled = {other: self.read(other, name) for other in impl.coupled}
-        return Saved(impl.read(self.sys, name), coupled)
+        coupled = {other: self.state(other, name) for other in impl.coupled}
+        return Saved(impl.state(self.sys, name), coupled)
 
     def restore(self, key: str, target: str, saved: Saved) -> None:
         """Put a saved value back, then the coupled values its tunable did not handle.

@@ -29,6 +29,10 @@ UINT_MAX = 2**32 - 1
 """The most a block queue attribute takes (block/blk-sysfs.c refuses more with EINVAL)."""
 ULONG_MAX = 2**64 - 1
 """The most an unsigned long sysctl takes on a 64-bit kernel."""
+ABSENT = "absent"
+"""What a setting the device does not have right now saves as (a scheduler's parameter while
+another scheduler is in force; wbt_lat_usec on a kernel without writeback throttling):
+restoring it writes nothing, and it never validates as a new value."""
 _NAME = re.compile(r"[A-Za-z0-9_.:,+ -]{1,4096}")
 """A name-valued setting: a scheduler, governor, congestion control, an IRQ:CPU layout."""
 
@@ -108,6 +112,12 @@ class Tunable:
     def read(self, sys: SysRoot, target: str) -> Value:
         """The current value, normalised; TunableError when it cannot be read."""
         raise NotImplementedError
+
+    def state(self, sys: SysRoot, target: str) -> Value:
+        """The value as the engine saves and compares it (its journaled original): `read` by
+        default; a setting that comes and goes with another (a scheduler's parameter) gives
+        ABSENT while it is not there instead of failing."""
+        return self.read(sys, target)
 
     def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
         """`value` normalised, or InvalidValue/TunableError if the kernel would refuse it."""

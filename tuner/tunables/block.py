@@ -120,7 +120,27 @@ class ReadAheadKb(IntQueueTunable):
         return widened(ra, queue.read_ahead_kb)
 
 
-class RqAffinity(IntQueueTunable):
+class ModeTunable(IntQueueTunable):
+    """A queue attribute that picks one of three modes, 0, 1 or 2: searched as a choice (the
+    modes are not a scale), the current mode among them."""
+
+    high = 2
+
+    def searched(self, sys: SysRoot, target: str, context: SpaceContext) -> bool:
+        """True when a tune's trials could feel the mode on `target`."""
+        raise NotImplementedError
+
+    def dimension(self, sys: SysRoot, target: str, context: SpaceContext) -> Dimension | None:
+        """The three modes, on a device whose queue the I/O passes, where `searched` says the
+        workload can feel them."""
+        target = self.target_name(target)
+        queue = self.settings(sys, target) if context.queues(target) else None
+        if queue is None or not self.searched(sys, target, context):
+            return None
+        return Dimension(self.key, target, "categorical", choices=(0, 1, 2))
+
+
+class RqAffinity(ModeTunable):
     """0 complete anywhere, 1 on the submitting CPU's group, 2 on the submitting CPU itself;
     the kernel silently ignores other numbers, so they are refused here."""
 
@@ -130,10 +150,14 @@ class RqAffinity(IntQueueTunable):
     persist = "udev"
     doc = "complete on the submitting CPU"
     attr = "rq_affinity"
-    high = 2
+
+    def searched(self, sys: SysRoot, target: str, context: SpaceContext) -> bool:
+        """Small random requests on a flash device: thousands of completions a second, where
+        the CPU that runs them costs. A hard disk completes a few hundred: nothing to feel."""
+        return context.small_random and rotational(sys, target) is False
 
 
-class NoMerges(IntQueueTunable):
+class NoMerges(ModeTunable):
     """0 merge, 1 only simple one-hit merges, 2 never; larger numbers silently mean 1."""
 
     key = "block.nomerges"
@@ -142,12 +166,24 @@ class NoMerges(IntQueueTunable):
     persist = "udev"
     doc = "request merging (0 = merge)"
     attr = "nomerges"
-    high = 2
+
+    def searched(self, sys: SysRoot, target: str, context: SpaceContext) -> bool:
+        """On a hard disk, where merging decides how many commands (and seeks) the streams
+        cost; and for small random requests anywhere, where merging finds nothing and only
+        its attempts cost CPU (nomerges 2 is the expert's setting for them)."""
+        return context.small_random or rotational(sys, target) is True
+
+
+def rotational(sys: SysRoot, target: str) -> bool | None:
+    """Whether the device says it is rotational (queue/rotational), None when it does not."""
+    text = sys.read(f"sys/block/{target.removeprefix('/dev/')}/queue/rotational")
+    return None if text is None or text.strip() not in ("0", "1") else text.strip() == "1"
 
 
 class Scheduler(BlockTunable):
     """The I/O scheduler, one of those the device lists. Changing it resets nr_requests to the
-    new scheduler's default, so nr_requests is saved and restored with it."""
+    new scheduler's default and replaces the scheduler's parameters, so those are saved and
+    restored with it."""
 
     key = "block.scheduler"
     scope = "device"
@@ -157,7 +193,17 @@ class Scheduler(BlockTunable):
     current_fact = "scheduler"
     read_kind = "scheduler"
     attr = "scheduler"
-    coupled = ("block.nr_requests",)
+    # A new scheduler resets nr_requests, brings its own parameters with their defaults (the
+    # old one's go), and bfq turns writeback throttling off (leaving it turns it back on):
+    # all are saved with the scheduler and put back after it.
+    coupled = (
+        "block.nr_requests",
+        "block.wbt_lat_usec",
+        "block.bfq_slice_idle",
+        "block.bfq_low_latency",
+        "block.deadline_fifo_batch",
+        "block.deadline_read_expire",
+    )
 
     def choices(self, sys: SysRoot, target: str) -> tuple[str | None, tuple[str, ...]]:
         """(active, available) from "[none] mq-deadline kyber"."""

@@ -117,6 +117,10 @@ class SpaceContext:
     I/O passes (tuner/tune/stack.py); None takes every device for both (one plain disk).
     `none_depth` maps a device to the most requests it accepts with scheduler none where the
     caller knows better than the device's own files (an NVMe's tag depth).
+    `small_random` says the workload's requests are random and of 64 KiB or less (judged by
+    IOPS): where completion placement and merge attempts cost CPU per request
+    (block.rq_affinity, block.nomerges). `buffered` says its I/O goes through the page cache:
+    writeback throttling (block.wbt_lat_usec) acts on buffered writes only.
     """
 
     dirtyable: int | None = None
@@ -126,6 +130,8 @@ class SpaceContext:
     entries: frozenset[str] | None = None
     queued: frozenset[str] | None = None
     none_depth: Mapping[str, int] = field(default_factory=dict)
+    small_random: bool = False
+    buffered: bool = True
 
     def searches(self, key: str) -> bool:
         """True when the tune varies `key`."""

@@ -241,13 +241,13 @@ class TunableEngine:
         if self._read_or_none(entry) != entry.saved.original:
             return False
         return all(
-            self.tunables.read(key, entry.target) == value
+            self.tunables.state(key, entry.target) == value
             for key, value in entry.saved.coupled.items()
         )
 
     def _read_or_none(self, entry: _Entry) -> Value | None:
         try:
-            return self.tunables.read(entry.key, entry.target)
+            return self.tunables.state(entry.key, entry.target)
         except TunableError:
             return None
 

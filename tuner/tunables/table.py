@@ -8,19 +8,27 @@ tuner/tunables/registry.py derives the specs the rules and plans check keys agai
 from __future__ import annotations
 
 from tuner.tunables.base import Tunable
+from tuner.tunables.bfq import BFQ_TUNABLES
 from tuner.tunables.block import BLOCK_TUNABLES
 from tuner.tunables.cpu import CPU_TUNABLES
 from tuner.tunables.irq import IRQ_TUNABLES
+from tuner.tunables.mq_deadline import MQ_DEADLINE_TUNABLES
 from tuner.tunables.nic import NIC_TUNABLES
 from tuner.tunables.nic_coalesce import NIC_COALESCE_TUNABLES
 from tuner.tunables.nic_ring import NIC_RING_TUNABLES
 from tuner.tunables.nic_txqueuelen import NIC_TXQUEUELEN_TUNABLES
 from tuner.tunables.sysctl import SYSCTL_TUNABLES
+from tuner.tunables.wbt import WBT_TUNABLES
 
 IMPLEMENTATIONS: dict[str, Tunable] = {
     t.key: t
     for t in (
         *BLOCK_TUNABLES,
+        # After the block queue keys, so the lab rows' spaces (and the seeded draws over them)
+        # stay as they were where these have no dimension.
+        *WBT_TUNABLES,
+        *BFQ_TUNABLES,
+        *MQ_DEADLINE_TUNABLES,
         *SYSCTL_TUNABLES,
         *NIC_TUNABLES,
         *NIC_RING_TUNABLES,
@@ -33,8 +41,10 @@ IMPLEMENTATIONS: dict[str, Tunable] = {
 
 APPLY_ORDER = ("block.scheduler", "block.max_sectors_kb")
 """Keys written before the others of a batch, in this order. A new scheduler resets nr_requests
-and decides how deep it may go. max_sectors_kb is a limit other values follow: on a rotational
-device (kernel 6.17+) writing it raises read_ahead_kb to twice its value."""
+and decides how deep it may go, and creates its own parameters' files (bfq's slice_idle,
+mq-deadline's fifo_batch: written after it, as every key not listed here is). max_sectors_kb
+is a limit other values follow: on a rotational device (kernel 6.17+) writing it raises
+read_ahead_kb to twice its value."""
 
 APPLY_LAST = ("block.read_ahead_kb",)
 """Keys written after everything else: nothing written later in the batch can move them."""

@@ -147,7 +147,7 @@ class Tune:
     # -- one measurement -------------------------------------------------------------------
 
     def _real_trial(self, point: Point) -> PointTrial:
-        host = {slot: v for slot, v in point.items() if slot[1] != APP}
+        host = self.space.host_settings(point)
         config = self.config
         return trial_with(self.engine, host, self.target, self.workload, _app_params(point),
                           config.runtime_s, self.ramp_s, config.io_cap_bytes,

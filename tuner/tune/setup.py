@@ -17,11 +17,12 @@ from tuner.rules.model import Finding, RuleBase, Workload
 from tuner.search.space import APP, HOST, Point, SearchSpace, SpaceContext, Value, space_for
 from tuner.topology.model import Machine, Topology
 from tuner.topology.walk import queues_below, reads_enter
-from tuner.trials.fio import fio_size, reads, writes
+from tuner.trials.fio import fio_size, is_buffered, reads, writes
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import TunableError
 from tuner.tunables.domain import Dimension, widened
 from tuner.tunables.sysroot import SysRoot
+from tuner.tune.objective import objective_for
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,10 @@ def tune_space(
     its trials could not feel), dirty thresholds when it writes, in bytes of `dirtyable`
     memory (default: `host_dirtyable_bytes(topology)`; a host on the ratios counts as the
     bytes they amount to, so the space holds the baseline). Without a dirtyable figure they
-    are left out.
+    are left out. The keys an expert adds for hard disks and small random requests (merging,
+    completion CPU, writeback throttling, the scheduler's own parameters) say themselves
+    where the workload can feel them (their `dimension`, from `small_random`, `buffered` and
+    the device's rotational flag).
     """
     if sys is None:
         sys = SysRoot(topology.root)
@@ -95,6 +99,8 @@ def tune_space(
         writes=writes(workload.fio),
         entries=frozenset({entry}),
         queued=frozenset(queued),
+        small_random=objective_for(workload.fio) == "iops",
+        buffered=is_buffered(workload.fio),
     )
     targets = {"device": list(dict.fromkeys((entry, *queued))), "host": [HOST]}
     return space_for(sys, targets, context=context, app=app)

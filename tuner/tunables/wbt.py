@@ -1,0 +1,105 @@
+"""block.wbt_lat_usec: writeback throttling's latency target (/sys/block/DEV/queue/wbt_lat_usec).
+
+Writeback throttling (block/blk-wbt.c) watches read and sync-write completion latency and,
+while it exceeds this target, cuts how many buffered (background) writeback requests may be
+in flight; O_DIRECT writes are never throttled. The file holds microseconds: 0 means off
+(bfq turns it off while it is the scheduler, and the file then reads 0), and writing -1 puts
+back the device's default (75 ms on a rotational device, 2 ms on others: what the kernel
+chose when the queue was made). Kernels built without CONFIG_BLK_WBT have no such file.
+
+The search tries it off and at a few targets from a flash drive's default to well past a
+disk's, as choices (0 has no place on a log scale, and the targets differ by orders of
+magnitude); never -1, which names a value the plan would not show.
+"""
+
+from __future__ import annotations
+
+from tuner.tunables.base import ABSENT, Pending, Tunable, TunableError, Value
+from tuner.tunables.block import IntQueueTunable, rotational
+from tuner.tunables.domain import Dimension, SpaceContext
+from tuner.tunables.sysroot import SysRoot
+
+WBT_MAX_USEC = (2**63 - 1) // 1000
+"""The kernel multiplies the microseconds by 1000 into a signed 64-bit count: more overflows."""
+DISK_DEFAULT_USEC = 75_000
+FLASH_DEFAULT_USEC = 2_000
+"""wbt_default_latency_nsec: what -1 restores on a rotational device and on any other."""
+SEARCH_CHOICES = (0, 2_000, 10_000, 75_000, 250_000)
+"""Off, a flash drive's default, between, a disk's default, past it."""
+
+
+class WbtLatUsec(IntQueueTunable):
+    """The latency target in microseconds; 0 off, -1 the device's default."""
+
+    key = "block.wbt_lat_usec"
+    scope = "device"
+    value_kind = "int"
+    persist = "udev"
+    doc = "writeback throttling latency target, us (0 = off, -1 = the device's default)"
+    attr = "wbt_lat_usec"
+    low = -1
+    high = WBT_MAX_USEC
+
+    def read(self, sys: SysRoot, target: str) -> Value:
+        """The target in microseconds (0 while off); TunableError naming the kernel's missing
+        writeback throttling when the file is not there."""
+        rel = self.rel(sys, target)
+        if sys.read(rel) is None:
+            raise self.fail(target, f"{sys.shown(rel)} is missing (a kernel without "
+                                    "CONFIG_BLK_WBT has no writeback throttling)")  # fmt: skip
+        return self.read_int(sys, target, rel)
+
+    def state(self, sys: SysRoot, target: str) -> Value:
+        """ABSENT on a kernel without writeback throttling (saved with a scheduler change)."""
+        try:
+            return self.read(sys, target)
+        except TunableError:
+            self.queue(sys, target)  # a device that is gone is still an error
+            return ABSENT
+
+    def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
+        """-1, 0 or a target up to WBT_MAX_USEC, on a device that has the file."""
+        number = super().validate(sys, target, value, pending)
+        self.read(sys, target)
+        return number
+
+    def check_original(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
+        """ABSENT (nothing to put back), or a value checked as a new one."""
+        if value == ABSENT:
+            self.queue(sys, target)
+            return ABSENT
+        return self.validate(sys, target, value, pending)
+
+    def write(self, sys: SysRoot, target: str, value: Value) -> None:
+        """Write the target; ABSENT writes nothing."""
+        if value != ABSENT:
+            super().write(sys, target, value)
+
+    def expected(self, sys: SysRoot, target: str, value: Value) -> Value:
+        """-1 reads back as the device's default."""
+        if value != -1:
+            return value
+        return DISK_DEFAULT_USEC if rotational(sys, target) else FLASH_DEFAULT_USEC
+
+    def dimension(self, sys: SysRoot, target: str, context: SpaceContext) -> Dimension | None:
+        """SEARCH_CHOICES and the current value, on a device whose queue the I/O passes,
+        when the workload writes through the page cache (the only writes it throttles) and
+        either reads too (what it protects) or runs on a hard disk (where the throttled
+        depth decides how long the head sweeps)."""
+        target = self.target_name(target)
+        queue = self.settings(sys, target) if context.queues(target) else None
+        if queue is None or not (context.writes and context.buffered):
+            return None
+        if not (context.reads or rotational(sys, target) is True):
+            return None
+        try:
+            current = self.read(sys, target)
+        except TunableError:
+            return None
+        if not isinstance(current, int):
+            return None
+        choices = tuple(sorted({*SEARCH_CHOICES, current}))
+        return Dimension(self.key, target, "categorical", choices=choices)
+
+
+WBT_TUNABLES: tuple[Tunable, ...] = (WbtLatUsec(),)
