@@ -1,7 +1,7 @@
 """`iotuner tune` end to end with a user's `--fio-job` and with `--app-params`.
 
 A budget of 3 and 1 s trials; what a user sees in the JSON result and the plan. The job runs on
-the main job's lab (single-disk: 100 MB/s, 200 IOPS), where its figure is known in advance;
+the lab's single-disk (100 MB/s, 200 IOPS), brought up here, where its figure is known in advance;
 what it checks holds for every trial, so `--time 1` stops the search after its first point
 (10 trials instead of 15). The application parameters are searched on a plain loop device over
 memory instead: on the lab's 200-IOPS disk a space-filling point such as 7 jobs with 43 MB of
@@ -66,10 +66,19 @@ def settings(trial: dict[str, Any]) -> dict[str, Any]:
     return {s["key"]: s["value"] for s in trial["settings"]}
 
 
-def test_a_users_fio_job_is_what_the_trials_run(tmp_path: Path) -> None:
+def test_a_users_fio_job_is_what_the_trials_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    from tuner.lab.session import lab_session
+
     job = tmp_path / "scan.fio"
     job.write_text(JOB)
-    doc, plan = tune(tmp_path, "--fio-job", str(job), "--time", "1")
+    monkeypatch.setenv("IOTUNER_STATE_DIR", str(tmp_path / "lab-state"))
+    with lab_session("single-disk") as lab:
+        doc, plan = tune(tmp_path, "--fio-job", str(job), "--time", "1",
+                         "--target", lab.disks[0].device)  # fmt: skip
     assert doc["workload"] == "fio-job:scan.fio"
     # Every trial ran the job: direct 64 KiB reads at the IOPS cap, not stream-read's 52 MB/s.
     for trial in doc["trials"]:

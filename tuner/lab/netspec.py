@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from probes.hostfs import digits
+
 KEYS = ("rate_mbit", "rtt_ms", "loss_percent", "mtu", "sender", "receiver")
 HOST_KEYS = ("tcp_rmem", "tcp_wmem", "tcp_congestion_control")
 RATE_MBIT = (1.0, 10_000.0)
@@ -103,7 +105,7 @@ def _triple(
     for part in parts:
         if isinstance(part, bool) or not isinstance(part, (int, str)):
             raise fail(where, f"{why}; got {value!r}")
-        if isinstance(part, str) and not part.isdigit():
+        if isinstance(part, str) and not digits(part):
             raise fail(where, f"{why}; got {value!r}")
         numbers.append(int(part))
     low, default, high = numbers
