@@ -14,7 +14,7 @@ from typing import ClassVar
 from probes.block import parse_scheduler, read_queue
 from probes.hostfs import digits
 from tuner.topology.model import QueueSettings
-from tuner.tunables.base import UINT_MAX, Pending, Tunable, Value
+from tuner.tunables.base import ABSENT, UINT_MAX, Pending, Tunable, Value
 from tuner.tunables.domain import Dimension, SpaceContext, widened
 from tuner.tunables.sysroot import SysRoot
 
@@ -72,6 +72,23 @@ class BlockTunable(Tunable):
         if "/" in dev or not dev or not sys.exists(f"sys/block/{dev}/queue"):
             return None
         return read_queue(sys.fs(), f"sys/block/{dev}/queue")
+
+
+class MayBeAbsent(BlockTunable):
+    """A queue file that exists only some of the time (a scheduler's parameter, wbt on a
+    kernel without it): its saved original may be ABSENT, which puts nothing back."""
+
+    def check_original(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
+        """ABSENT (nothing to put back), or a value checked as a new one."""
+        if value == ABSENT:
+            self.queue(sys, target)
+            return ABSENT
+        return self.validate(sys, target, value, pending)
+
+    def write(self, sys: SysRoot, target: str, value: Value) -> None:
+        """Write the value; ABSENT writes nothing (the file is not there to hold one)."""
+        if value != ABSENT:
+            super().write(sys, target, value)
 
 
 class IntQueueTunable(BlockTunable):

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from tuner.tunables.base import ABSENT, Pending, TunableError, Value
-from tuner.tunables.block import BlockTunable, Scheduler, rotational
+from tuner.tunables.block import MayBeAbsent, Scheduler, rotational
 from tuner.tunables.domain import Dimension, SpaceContext, widened
 from tuner.tunables.sysroot import SysRoot
 
@@ -28,7 +28,7 @@ INT_MAX = 2**31 - 1
 """The most the schedulers' store functions keep (they clamp larger numbers silently)."""
 
 
-class SchedulerParameter(BlockTunable):
+class SchedulerParameter(MayBeAbsent):
     """One integer file in queue/iosched/ of one scheduler."""
 
     scheduler: ClassVar[str]
@@ -79,18 +79,6 @@ class SchedulerParameter(BlockTunable):
         if scheduler != self.scheduler:
             raise self.invalid(target, self.lacking(scheduler))
         return number
-
-    def check_original(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
-        """ABSENT (nothing to put back), or a value checked as a new one."""
-        if value == ABSENT:
-            self.queue(sys, target)
-            return ABSENT
-        return self.validate(sys, target, value, pending)
-
-    def write(self, sys: SysRoot, target: str, value: Value) -> None:
-        """Write the value; ABSENT writes nothing (the scheduler's restore removes the file)."""
-        if value != ABSENT:
-            super().write(sys, target, value)
 
     def udev_assignment(self, value: Value) -> str:
         """ATTR{queue/iosched/ATTR}="VALUE", placed after the scheduler's in the rule."""

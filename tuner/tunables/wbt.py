@@ -15,7 +15,7 @@ magnitude); never -1, which names a value the plan would not show.
 from __future__ import annotations
 
 from tuner.tunables.base import ABSENT, Pending, Tunable, TunableError, Value
-from tuner.tunables.block import IntQueueTunable, rotational
+from tuner.tunables.block import IntQueueTunable, MayBeAbsent, rotational
 from tuner.tunables.domain import Dimension, SpaceContext
 from tuner.tunables.sysroot import SysRoot
 
@@ -28,7 +28,7 @@ SEARCH_CHOICES = (0, 2_000, 10_000, 75_000, 250_000)
 """Off, a flash drive's default, between, a disk's default, past it."""
 
 
-class WbtLatUsec(IntQueueTunable):
+class WbtLatUsec(MayBeAbsent, IntQueueTunable):
     """The latency target in microseconds; 0 off, -1 the device's default."""
 
     key = "block.wbt_lat_usec"
@@ -62,18 +62,6 @@ class WbtLatUsec(IntQueueTunable):
         number = super().validate(sys, target, value, pending)
         self.read(sys, target)
         return number
-
-    def check_original(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
-        """ABSENT (nothing to put back), or a value checked as a new one."""
-        if value == ABSENT:
-            self.queue(sys, target)
-            return ABSENT
-        return self.validate(sys, target, value, pending)
-
-    def write(self, sys: SysRoot, target: str, value: Value) -> None:
-        """Write the target; ABSENT writes nothing."""
-        if value != ABSENT:
-            super().write(sys, target, value)
 
     def expected(self, sys: SysRoot, target: str, value: Value) -> Value:
         """-1 reads back as the device's default."""
