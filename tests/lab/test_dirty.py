@@ -37,6 +37,13 @@ def test_undo_writes_back_what_was_found(tmp_path: Path) -> None:
     assert not dirty.present(step, bdi)
 
 
+def test_undo_prefers_the_fine_ratio(tmp_path: Path) -> None:
+    bdi = bdi_tree(tmp_path, strict_limit="1", max_ratio_fine="0")
+    found = {"strict_limit": "0", "max_ratio": "12", "max_ratio_fine": "125000"}
+    dirty.undo(Step("dirty", "7:3", detail={"found": found}), bdi)
+    assert (bdi / "7:3" / "max_ratio_fine").read_text() == "125000"
+
+
 def test_undo_of_a_device_gone_or_never_limited_is_a_no_op(tmp_path: Path) -> None:
     assert dirty.undo(Step("dirty", "7:9", detail={"found": {"max_ratio": "1"}}), tmp_path) == []
     bdi = bdi_tree(tmp_path)

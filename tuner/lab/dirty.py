@@ -9,8 +9,8 @@ Writers to the lab disk then pause in balance_dirty_pages at the disk's writebac
 host's `vm.dirty_*` and every other device are left alone.
 
 The values found are recorded before anything is written; `lab down` writes them back
-(`max_ratio`, which `max_bytes` also moves, and `strict_limit`). A loop device outlives the
-lab, so the next user of it finds what it had.
+(`max_ratio_fine` or `max_ratio`, which `max_bytes` also moves, and `strict_limit`). A loop
+device outlives the lab, so the next user of it finds what it had.
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ BDI = Path("/sys/class/bdi")
 # into the page cache is a few percent of a trial of seconds.
 HOLD_S = 0.25
 MIN_BYTES = 1 << 20
-_KEYS = ("strict_limit", "max_ratio", "max_bytes")
+# max_ratio_fine (parts per million, kernel 6.2+) restores what max_ratio's whole percent may
+# round away.
+_KEYS = ("strict_limit", "max_ratio", "max_ratio_fine", "max_bytes")
 
 
 def limit_bytes(write_mbps: float) -> int:
@@ -41,7 +43,9 @@ def limit(record: LabRecord, device: str, label: str, max_bytes: int, bdi: Path 
         raise system.LabError(
             f"{directory}/strict_limit is missing: a per-device dirty limit needs kernel 6.2+"
         )
-    found = {key: (directory / key).read_text().strip() for key in _KEYS}
+    found = {
+        key: (directory / key).read_text().strip() for key in _KEYS if (directory / key).exists()
+    }
     step = record.intend(Step("dirty", majmin, device=device, label=label,
                               detail={"found": found, "max_bytes": max_bytes}))  # fmt: skip
     _write(directory / "max_bytes", str(max_bytes))
@@ -55,7 +59,8 @@ def undo(step: Step, bdi: Path = BDI) -> list[str]:
     found = step.detail.get("found") or {}
     if not directory.is_dir() or not found:
         return []
-    _write(directory / "max_ratio", str(found["max_ratio"]))
+    ratio = "max_ratio_fine" if "max_ratio_fine" in found else "max_ratio"
+    _write(directory / ratio, str(found[ratio]))
     _write(directory / "strict_limit", str(found["strict_limit"]))
     return [f"dirty limit on {step.target} ({step.label})"]
 
