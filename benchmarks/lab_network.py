@@ -151,7 +151,7 @@ def disk_write(args: argparse.Namespace) -> int:
 
     rate = float(args.rates.split(",")[0])
     mib = max(64, int(args.disk_write * args.seconds * 1e6 / (1 << 20)))
-    size = max(512, 2 * mib + 128)
+    size = max(512, mib + 256)
     text = DISK_SPEC.format(rate=rate, rtt=args.rtt, mbps=args.disk_write, mib=size)
     lab = lab_up(parse_spec(text, "bench-net-disk.yaml", "bench-net-disk"))
     print("disk MB/s (spec) | alone MB/s | with a stream MB/s (ratio) | stream Mbit/s")

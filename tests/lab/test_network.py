@@ -264,8 +264,8 @@ def test_disk_to_disk_is_capped_by_the_slowest_part(state: Path) -> None:
             out.write(os.urandom(1 << 20))
         out.flush()
         os.fsync(out.fileno())
-    read = dd_mbit(f"if={source}", "of=/dev/null", "count=30", "iflag=direct")
-    write = dd_mbit("if=/dev/zero", f"of={net.receiver_mount}/alone", "count=25",
+    read = dd_mbit(f"if={source}", "of=/dev/null", "count=36", "iflag=direct")
+    write = dd_mbit("if=/dev/zero", f"of={net.receiver_mount}/alone", "count=40",
                     "oflag=direct", "conv=fsync")  # fmt: skip
     ends = Ends.of_lab(net)
     path = run_transfer(ends, TransferOptions(seconds=4, omit=1, congestion="cubic")).received_mbit
