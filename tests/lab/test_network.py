@@ -271,11 +271,14 @@ def test_disk_to_disk_is_capped_by_the_slowest_part(state: Path) -> None:
     path = run_transfer(ends, TransferOptions(seconds=4, omit=1, congestion="cubic")).received_mbit
     # Memory to disk: buffered writes (iperf3 -s -F) wait for the disk, not for memory.
     sink = str(Path(net.receiver_mount) / "sink")
-    to_disk = run_transfer(ends, TransferOptions(seconds=5, omit=2, receive_file=sink))
+    # cubic, as for the path: bbr's PROBE_RTT would show as a slow second of the network.
+    to_disk = run_transfer(
+        ends, TransferOptions(seconds=5, omit=2, congestion="cubic", receive_file=sink)
+    )
     fd = os.open(source, os.O_RDONLY)
     os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # read from the disk, not memory
     os.close(fd)
-    options = TransferOptions(seconds=5, omit=2, send_file=str(source),
+    options = TransferOptions(seconds=5, omit=2, congestion="cubic", send_file=str(source),
                               receive_file=str(Path(net.receiver_mount) / "copy"))  # fmt: skip
     both = run_transfer(ends, options)
     slowest = min(read, path, write)
@@ -308,7 +311,7 @@ def test_throughput_follows_the_window_until_it_exceeds_the_bdp(state: Path) -> 
     assert net is not None
     bdp = net.rate_mbit * 1e6 / 8 * net.rtt_ms / 1e3
     measured = []
-    for window in (65536, 131072, 262144, 8 << 20):
+    for window in (131072, 262144, 8 << 20):
         in_ns(net.sender, "sysctl", "-q", "-w", f"net.ipv4.tcp_wmem=4096 16384 {window}")
         options = TransferOptions(seconds=3, omit=1, congestion="cubic")
         measured.append((window, run_transfer(Ends.of_lab(net), options).received_mbit))
