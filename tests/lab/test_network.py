@@ -289,7 +289,8 @@ def test_disk_to_disk_is_capped_by_the_slowest_part(state: Path) -> None:
           f"{both.received_mbit / slowest:.3f} of the slowest")  # fmt: skip
     assert both.kind == "disk-to-disk"
     assert abs(to_disk.received_mbit - write) <= 0.05 * write
-    assert 0.9 * slowest <= both.received_mbit <= 1.05 * slowest
+    # Above by at most the page cache the dirty limit lets it fill (its committed rate is lower).
+    assert 0.9 * slowest <= both.received_mbit <= 1.1 * slowest
     lab_down()
     found = limit.detail["found"]
     assert (bdi / "strict_limit").read_text().strip() == found["strict_limit"]
