@@ -14,6 +14,13 @@ times:
    bytes carry MTU - 52 of TCP payload), the per-second spread, retransmits, and the delay
    line's CPU over the run as a share of one core (/proc/PID/stat).
 
+With `--disk-write MBPS` it measures instead what paper 003's Figure 7 shows: a disk's write
+throughput alone and while a network stream arrives at the same host. A lab with one path
+(`--rates`' first rate, `--rtt`) and a receiver disk throttled to MBPS MB/s with xfs; then
+`--repeats` times: `dd` writes `--seconds` worth of the disk's rate (O_DIRECT, 1 MiB blocks)
+to a file on it alone, then again while iperf3 runs memory to memory into the receiver (started
+2 s before, so past slow start). Both figures are side by side in one run, no target.
+
 State goes to $IOTUNER_STATE_DIR, /tmp/iotuner-bench-net-state when unset; each lab is torn
 down after its rate, also on Ctrl-C.
 """
@@ -27,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 DEFAULT_STATE = "/tmp/iotuner-bench-net-state"
@@ -70,9 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--congestion", default="cubic", help="iperf3 -C; '' for the default")
+    parser.add_argument("--disk-write", type=float, default=0.0, help="MB/s: Figure 7 mode")
     args = parser.parse_args(argv)
     os.environ.setdefault("IOTUNER_STATE_DIR", DEFAULT_STATE)
     Path(os.environ["IOTUNER_STATE_DIR"]).mkdir(parents=True, exist_ok=True)
+    if args.disk_write:
+        return disk_write(args)
     from tuner.lab import lab_down, lab_up, parse_spec
     from tuner.lab.record import load_record, record_path
     from tuner.state import state_dir
@@ -109,6 +120,57 @@ def main(argv: list[str] | None = None) -> int:
                 )
         finally:
             lab_down()
+    return 0
+
+
+DISK_SPEC = """name: bench-net-disk
+network:
+  rate_mbit: {rate}
+  rtt_ms: {rtt}
+  sender: {{tcp_rmem: 4096 131072 33554432, tcp_wmem: 4096 16384 33554432}}
+  receiver: {{tcp_rmem: 4096 131072 33554432, tcp_wmem: 4096 16384 33554432, disk: dst}}
+disks: [{{name: dst, read_mbps: {mbps}, write_mbps: {mbps}, iops: 100000, size: {mib}MiB,
+         fs: xfs}}]
+"""
+
+
+def dd_write_mbps(path: Path, mib: int) -> float:
+    """MB/s of `mib` MiB written with O_DIRECT in 1 MiB blocks, flushed."""
+    started = time.monotonic()
+    subprocess.run(["dd", "if=/dev/zero", f"of={path}", "bs=1M", f"count={mib}", "oflag=direct",
+                    "conv=fsync", "status=none"], check=True, timeout=600)  # fmt: skip
+    elapsed = time.monotonic() - started
+    path.unlink()
+    return mib * (1 << 20) / elapsed / 1e6
+
+
+def disk_write(args: argparse.Namespace) -> int:
+    """Figure 7: the receiver disk's write throughput alone and beside a network stream."""
+    from tuner.lab import lab_down, lab_up, parse_spec
+    from tuner.trials.transfer import Ends, TransferOptions, run_transfer
+
+    rate = float(args.rates.split(",")[0])
+    mib = max(64, int(args.disk_write * args.seconds * 1e6 / (1 << 20)))
+    size = max(512, mib + 256)
+    text = DISK_SPEC.format(rate=rate, rtt=args.rtt, mbps=args.disk_write, mib=size)
+    lab = lab_up(parse_spec(text, "bench-net-disk.yaml", "bench-net-disk"))
+    print("disk MB/s (spec) | alone MB/s | with a stream MB/s (ratio) | stream Mbit/s")
+    try:
+        assert lab.network is not None and lab.network.receiver_mount is not None
+        target = Path(lab.network.receiver_mount) / "written"
+        ends = Ends.of_lab(lab.network)
+        options = TransferOptions(args.seconds + 6, omit=0, congestion=args.congestion or None)
+        for _ in range(args.repeats):
+            alone = dd_write_mbps(target, mib)
+            with ThreadPoolExecutor(1) as pool:
+                stream = pool.submit(run_transfer, ends, options)
+                time.sleep(2)
+                beside = dd_write_mbps(target, mib)
+                received = stream.result().received_mbit
+            print(f"{args.disk_write:g} | {alone:.1f} | {beside:.1f} ({beside / alone:.3f}) | "
+                  f"{received:.1f}", flush=True)  # fmt: skip
+    finally:
+        lab_down()
     return 0
 
 

@@ -42,6 +42,22 @@ def test_defaults_and_forms() -> None:
     assert spec.network.mtu == 9000
 
 
+ENDS = (
+    "network: {{rate_mbit: 200, rtt_ms: 20, sender: {{disk: {sender}}}, "
+    "receiver: {{disk: {receiver}}}}}\n"
+    "disks: [{{name: src, read_mbps: 12, write_mbps: 100, iops: 5000, size: 400MiB, fs: xfs}},\n"
+    "        {{name: dst, read_mbps: 100, write_mbps: 10, iops: 5000, size: 400MiB, fs: xfs}},\n"
+    "        {{name: raw, read_mbps: 100, write_mbps: 10, iops: 5000, size: 64MiB}}]\n"
+)
+
+
+def test_each_end_may_name_a_disk_with_a_file_system() -> None:
+    spec = parse_spec(ENDS.format(sender="src", receiver="dst"), "x.yaml", "x")
+    assert spec.network is not None
+    assert (spec.network.sender.disk, spec.network.receiver.disk) == ("src", "dst")
+    assert [d.fs for d in spec.disks] == ["xfs", "xfs", None]
+
+
 def test_relay_queue_holds_more_than_one_way() -> None:
     net = NetworkSpec(1000.0, 100.0)
     assert relay_queue_bytes(net) > net.bdp_bytes  # one way holds half of it
@@ -66,7 +82,7 @@ def test_relay_queue_holds_more_than_one_way() -> None:
         ("network: [1]", "x.yaml: network: expected a mapping, got list"),
         ("network: {rate_mbit: 100, rtt_ms: 10, sender: {rmem_max: 1}}",
          "x.yaml: network.sender: unknown key 'rmem_max' (known: tcp_rmem, tcp_wmem, "
-         "tcp_congestion_control)"),
+         "tcp_congestion_control, disk)"),
         ("network: {rate_mbit: 100, rtt_ms: 10, sender: {tcp_rmem: '4096 1'}}",
          "network.sender: tcp_rmem must be three byte counts"),
         ("network: {rate_mbit: 100, rtt_ms: 10, receiver: {tcp_wmem: '9 8 7'}}",
@@ -78,9 +94,27 @@ def test_relay_queue_holds_more_than_one_way() -> None:
         ("network: {rate_mbit: 100, rtt_ms: 10, sender: {tcp_congestion_control: 'x; reboot'}}",
          "network.sender: tcp_congestion_control must match"),
         ("name: x\n", "x.yaml: disks: expected a non-empty list, got nothing"),
+        (ENDS.format(sender="dst", receiver="src"), ""),  # either way round
+        (ENDS.format(sender="src", receiver="nope"),
+         "x.yaml: network.receiver: disk 'nope' is not defined (disks: src, dst, raw)"),
+        (ENDS.format(sender="raw", receiver="dst"),
+         "network.sender: disk 'raw' has no file system (fs: xfs or ext4)"),
+        (ENDS.format(sender="src", receiver="src"),
+         "network.receiver: disk 'src' is already the sender's"),
+        (ENDS.format(sender="[1]", receiver="dst"),
+         "network.sender: disk must name one of the spec's disks, got [1]"),
+        # Two file systems only when the ends name both.
+        (ENDS.format(sender="null", receiver="dst"),
+         "x.yaml: disks: only one disk may carry a file system, or one at each network end, "
+         "got ['src', 'dst']"),
+        (ENDS.split("\n", 1)[1].format(),  # no network: one file system, as before
+         "x.yaml: disks: only one disk may carry a file system"),
     ],
 )  # fmt: skip
 def test_malformed(text: str, message: str) -> None:
+    if not message:
+        parse_spec(text, "x.yaml", default_name="x")
+        return
     with pytest.raises(BadInput) as err:
         parse_spec(text, "x.yaml", default_name="x")
     assert message in str(err.value)

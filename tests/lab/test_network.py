@@ -228,3 +228,101 @@ def test_disk_to_memory_is_capped_by_the_source_disk(state: Path) -> None:
     assert sink.stat().st_size >= written.received_mbit * 1e6 / 8 * written.seconds * 0.95
     assert 0 < written.committed_mbit <= written.received_mbit * 1.05
     lab_down()
+
+
+TWO_DISKS = """
+name: wan-disks
+network: {rate_mbit: 200, rtt_ms: 20,
+          sender: {tcp_rmem: 4096 131072 33554432, tcp_wmem: 4096 16384 33554432, disk: src},
+          receiver: {tcp_rmem: 4096 131072 33554432, tcp_wmem: 4096 16384 33554432, disk: dst}}
+disks: [{name: src, read_mbps: 12, write_mbps: 1000, iops: 5000, size: 400MiB, fs: xfs},
+        {name: dst, read_mbps: 1000, write_mbps: 10, iops: 5000, size: 400MiB, fs: xfs}]
+"""
+
+
+def dd_mbit(*args: str) -> float:
+    """dd's bytes over the time it took, in Mbit/s (disk MB/s x 8, as iperf3 counts payload)."""
+    started = time.monotonic()
+    subprocess.run(["dd", "bs=1M", "status=none", *args], check=True, timeout=60)
+    elapsed = time.monotonic() - started
+    count = next(int(a.split("=")[1]) for a in args if a.startswith("count="))
+    return count * (1 << 20) * 8 / elapsed / 1e6
+
+
+def test_disk_to_disk_is_capped_by_the_slowest_part(state: Path) -> None:
+    """Each end on its own disk (12 MB/s reads at the sender, 10 MB/s writes at the receiver,
+    a 200 Mbit/s path): each part measured alone, then memory to disk and disk to disk."""
+    lab = lab_up(parse_spec(TWO_DISKS, "wan-disks.yaml", "wan-disks"))
+    net = lab.network
+    assert net is not None and net.sender_mount and net.receiver_mount
+    (limit,) = [s for s in snapshot(state).steps if s.kind == "dirty"]
+    bdi = Path("/sys/class/bdi") / limit.target
+    assert (bdi / "strict_limit").read_text().strip() == "1"
+    source = Path(net.sender_mount) / "source"
+    with open(source, "wb") as out:
+        for _ in range(100):
+            out.write(os.urandom(1 << 20))
+        out.flush()
+        os.fsync(out.fileno())
+    read = dd_mbit(f"if={source}", "of=/dev/null", "count=36", "iflag=direct")
+    write = dd_mbit("if=/dev/zero", f"of={net.receiver_mount}/alone", "count=40",
+                    "oflag=direct", "conv=fsync")  # fmt: skip
+    ends = Ends.of_lab(net)
+    path = run_transfer(ends, TransferOptions(seconds=4, omit=1, congestion="cubic")).received_mbit
+    # Memory to disk: buffered writes (iperf3 -s -F) wait for the disk, not for memory.
+    sink = str(Path(net.receiver_mount) / "sink")
+    # cubic, as for the path: bbr's PROBE_RTT would show as a slow second of the network.
+    to_disk = run_transfer(
+        ends, TransferOptions(seconds=5, omit=2, congestion="cubic", receive_file=sink)
+    )
+    fd = os.open(source, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # read from the disk, not memory
+    os.close(fd)
+    options = TransferOptions(seconds=5, omit=2, congestion="cubic", send_file=str(source),
+                              receive_file=str(Path(net.receiver_mount) / "copy"))  # fmt: skip
+    both = run_transfer(ends, options)
+    slowest = min(read, path, write)
+    print(f"\nwan-disks: source read {read:.1f} Mbit/s, path {path:.1f}, destination write "
+          f"{write:.1f}; memory to disk {to_disk.received_mbit:.1f} (committed "
+          f"{to_disk.committed_mbit:.1f}, {to_disk.received_mbit / write:.3f} of the write); "
+          f"disk to disk {both.received_mbit:.1f} (committed {both.committed_mbit:.1f}), "
+          f"{both.received_mbit / slowest:.3f} of the slowest")  # fmt: skip
+    assert both.kind == "disk-to-disk"
+    assert abs(to_disk.received_mbit - write) <= 0.05 * write
+    # Above by at most the page cache the dirty limit lets it fill (its committed rate is lower).
+    assert 0.9 * slowest <= both.received_mbit <= 1.1 * slowest
+    lab_down()
+    found = limit.detail["found"]
+    assert (bdi / "strict_limit").read_text().strip() == found["strict_limit"]
+    assert (bdi / "max_ratio").read_text().strip() == found["max_ratio"]
+
+
+SHORT_PATH = """
+name: short
+network: {rate_mbit: 200, rtt_ms: 20,
+          receiver: {tcp_rmem: 4096 131072 33554432}}
+"""
+
+
+def test_throughput_follows_the_window_until_it_exceeds_the_bdp(state: Path) -> None:
+    """The paper's first observation as a sweep of the sender's buffer on one path (200 Mbit/s,
+    20 ms: a 500 kB bandwidth-delay product): about window / RTT below it, the rate above."""
+    lab = lab_up(parse_spec(SHORT_PATH, "short.yaml", "short"))
+    net = lab.network
+    assert net is not None
+    bdp = net.rate_mbit * 1e6 / 8 * net.rtt_ms / 1e3
+    measured = []
+    for window in (131072, 262144, 8 << 20):
+        in_ns(net.sender, "sysctl", "-q", "-w", f"net.ipv4.tcp_wmem=4096 16384 {window}")
+        options = TransferOptions(seconds=3, omit=1, congestion="cubic")
+        measured.append((window, run_transfer(Ends.of_lab(net), options).received_mbit))
+    print("\nshort: " + ", ".join(f"window {w} B ({w / bdp:.2f} BDP): {m:.1f} Mbit/s of "
+                                  f"{min(w * 8 / net.rtt_ms / 1e3, goodput_mbit(net)):.1f}"
+                                  for w, m in measured))  # fmt: skip
+    below = [(w, m) for w, m in measured if w < bdp]
+    for window, mbit in below:
+        ceiling = window * 8 / (net.rtt_ms / 1e3) / 1e6
+        assert 0.4 * ceiling <= mbit <= ceiling
+    assert [m for _, m in below] == sorted(m for _, m in below)
+    assert measured[-1][1] >= 0.9 * goodput_mbit(net)
+    lab_down()

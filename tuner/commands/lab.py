@@ -137,10 +137,14 @@ def _network_text(net: LabNetwork) -> str:
     loss = f", {net.loss_percent:g} % loss" if net.loss_percent else ""
     return (
         f"network: {net.rate_mbit:g} Mbit/s each way, {net.rtt_ms:g} ms round trip{loss}, "
-        f"MTU {net.mtu}\n  sender   {net.sender} ({net.sender_address})"
-        f"\n  receiver {net.receiver} ({net.receiver_address})"
+        f"MTU {net.mtu}\n  sender   {net.sender} ({net.sender_address}{_files(net.sender_mount)})"
+        f"\n  receiver {net.receiver} ({net.receiver_address}{_files(net.receiver_mount)})"
         f"\n  run at an end: ip netns exec {net.sender} COMMAND"
     )
+
+
+def _files(mount: str | None) -> str:
+    return f", files on {mount}" if mount else ""
 
 
 def _caps_text(caps: dict[str, int]) -> str:

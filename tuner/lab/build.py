@@ -18,13 +18,15 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 
 from tuner.codec import encode
 from tuner.errors import BadInput, IotunerError
-from tuner.lab import nbd, system, throttle
-from tuner.lab.model import Lab, LabBus, LabDisk
+from tuner.lab import dirty, nbd, system, throttle
+from tuner.lab.model import Lab, LabBus, LabDisk, LabNetwork
+from tuner.lab.netspec import NetworkSpec
 from tuner.lab.network import build_network
 from tuner.lab.queue import defaults, queue_engine, read_queue, write_queue
 from tuner.lab.record import LabRecord, Step, load_record, record_path
@@ -173,6 +175,8 @@ class _Builder:
             self.caps(disk.name, disk.device, caps)
         net = self.spec.network
         network = build_network(net, self.record, self.shm) if net else None
+        if net is not None and network is not None:
+            network = self.network_disks(net, network, disks)
         lab = Lab(self.spec.name, disks, buses, stripe, mountpoint, cgroup, network)
         self.record.lab = encode(lab)
         self.record.state = "up"
@@ -272,7 +276,24 @@ class _Builder:
         self.mount(devices[0], target, "stripe", options)
         return str(target)
 
+    def network_disks(
+        self, net: NetworkSpec, network: LabNetwork, disks: tuple[LabDisk, ...]
+    ) -> LabNetwork:
+        """Each end's mount; the receiver's disk held to its own rate for buffered writes."""
+        mounts = {d.name: str(self.run / "fs" / d.name) for d in disks}
+        if net.receiver.disk is not None:
+            disk = next(d for d in disks if d.name == net.receiver.disk)
+            dirty.limit(self.record, disk.device, disk.name, dirty.limit_bytes(disk.write_mbps))
+        return replace(
+            network,
+            sender_mount=mounts.get(net.sender.disk or ""),
+            receiver_mount=mounts.get(net.receiver.disk or ""),
+        )
+
     def file_system(self, disks: tuple[LabDisk, ...]) -> str | None:
+        """mkfs and mount every disk that asks for a file system (one, or one at each network
+        end); the first is the lab's scratch mount."""
+        first = None
         for spec, disk in zip(self.spec.disks, disks, strict=True):
             if spec.fs == "xfs":
                 # -K: a modelled disk has no discard (nbdkit's plugin does not trim).
@@ -284,8 +305,8 @@ class _Builder:
                 continue
             target = self.run / "fs" / disk.name
             self.mount(disk.device, target, disk.name)
-            return str(target)
-        return None
+            first = first or str(target)
+        return first
 
     def cgroup(self) -> str | None:
         if self.where == "v1":

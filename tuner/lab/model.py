@@ -45,7 +45,8 @@ class LabNetwork:
 
     Run a program at an end with `ip netns exec SENDER ...`; the receiver listens on
     `receiver_address`. `rate_mbit` counts Ethernet frames (TCP's goodput at MTU 1500 is about
-    0.956 of it), `rtt_ms` is the delay line's round trip with no queue.
+    0.956 of it), `rtt_ms` is the delay line's round trip with no queue. `sender_mount` and
+    `receiver_mount` are where each end's disk is mounted (None: the spec names no disk there).
     """
 
     sender: str
@@ -58,6 +59,8 @@ class LabNetwork:
     rtt_ms: float
     loss_percent: float
     mtu: int
+    sender_mount: str | None = None  # the file system on the sender's disk, if it names one
+    receiver_mount: str | None = None  # the receiver's, held to its disk's rate (dirty.py)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any
 from probes.hostfs import digits
 
 KEYS = ("rate_mbit", "rtt_ms", "loss_percent", "mtu", "sender", "receiver")
-HOST_KEYS = ("tcp_rmem", "tcp_wmem", "tcp_congestion_control")
+HOST_KEYS = ("tcp_rmem", "tcp_wmem", "tcp_congestion_control", "disk")
 RATE_MBIT = (1.0, 10_000.0)
 RTT_MS = (0.0, 2_000.0)
 LOSS_PERCENT = (0.0, 10.0)
@@ -31,11 +31,14 @@ class HostTcp:
     """One end's TCP settings, applied in its own namespace; None: the namespace's default.
 
     `tcp_rmem` and `tcp_wmem` are (min, default, max) in bytes, as the sysctls take them.
+    `disk` names the spec's lab disk (with a file system) at this end: the sender reads its
+    files from it, the receiver writes to it (checked against the disks in tuner/lab/spec.py).
     """
 
     tcp_rmem: tuple[int, int, int] | None = None
     tcp_wmem: tuple[int, int, int] | None = None
     tcp_congestion_control: str | None = None
+    disk: str | None = None
 
 
 @dataclass(frozen=True)
@@ -85,8 +88,14 @@ def _host(entry: dict[str, Any], role: str, fail: Callable[[str, str], Exception
     ):
         raise fail(where, f"tcp_congestion_control must match {_CONGESTION.pattern}, "
                           f"got {congestion!r}")  # fmt: skip
+    disk = host.get("disk")
+    if disk is not None and not isinstance(disk, str):
+        raise fail(where, f"disk must name one of the spec's disks, got {disk!r}")
     return HostTcp(
-        _triple(host, "tcp_rmem", where, fail), _triple(host, "tcp_wmem", where, fail), congestion
+        _triple(host, "tcp_rmem", where, fail),
+        _triple(host, "tcp_wmem", where, fail),
+        congestion,
+        disk,
     )
 
 

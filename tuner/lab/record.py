@@ -30,7 +30,8 @@ class Step:
     device: the source), `throttle` (target: "MAJ:MIN"; device; detail: the caps and backend),
     `cgroup` (target: a cgroup v2 directory), `btrfs` (detail["devices"]: members to forget),
     `server` (target: the socket of a modelled disk's nbdkit; detail["pid"] once started),
-    `fuse` (target: nbdfuse's mountpoint; device: the socket; detail["pid"] once mounted).
+    `fuse` (target: nbdfuse's mountpoint; device: the socket; detail["pid"] once mounted),
+    `dirty` (target: "MAJ:MIN"; detail["found"]: its bdi's dirty settings before; dirty.py).
     """
 
     kind: str

@@ -162,7 +162,7 @@ class _Checker:
         )
         for bus in buses:
             self.bus_disks(bus, [d for d in disks if d.bus == bus.name])
-        stripe = self.stripe(top.get("stripe"), disks)
+        stripe = self.stripe(top.get("stripe"), disks, network)
         return LabSpec(name, description.strip(), buses, disks, stripe, self.source, network)
 
     def bus_disks(self, bus: BusSpec, disks: list[DiskSpec]) -> None:
@@ -240,10 +240,18 @@ class _Checker:
         rate = nominal_mbps(model)
         return DiskSpec(disk.name, disk.bus, rate, rate, 0, disk.size_bytes, disk.fs, model)
 
-    def stripe(self, value: object, disks: tuple[DiskSpec, ...]) -> str | None:
+    def stripe(
+        self, value: object, disks: tuple[DiskSpec, ...], network: NetworkSpec | None
+    ) -> str | None:
         with_fs = [d.name for d in disks if d.fs]
-        if len(with_fs) > 1:
-            raise self.fail("disks", f"only one disk may carry a file system, got {with_fs}")
+        at_ends = self.end_disks(disks, network)
+        # A lab has one scratch mount (Lab.mountpoint); a network's ends may each have their
+        # own disk (LabNetwork.sender_mount, receiver_mount).
+        if len(with_fs) > 1 and sorted(with_fs) != sorted(at_ends):
+            raise self.fail(
+                "disks",
+                f"only one disk may carry a file system, or one at each network end, got {with_fs}",
+            )
         if value is None:
             return None
         if value not in STRIPES:
@@ -269,6 +277,28 @@ class _Checker:
                     f"{fastest / 1e6:.0f} MB/s; give it at least {need} iops",
                 )
         return str(value)
+
+    def end_disks(self, disks: tuple[DiskSpec, ...], network: NetworkSpec | None) -> list[str]:
+        """The disks the network's ends name; each must exist, carry a file system and be
+        named by one end only."""
+        if network is None:
+            return []
+        by_name = {d.name: d for d in disks}
+        named = []
+        for role, host in (("sender", network.sender), ("receiver", network.receiver)):
+            if host.disk is None:
+                continue
+            where = f"network.{role}"
+            disk = by_name.get(host.disk)
+            if disk is None:
+                known = ", ".join(by_name) or "none defined"
+                raise self.fail(where, f"disk {host.disk!r} is not defined (disks: {known})")
+            if disk.fs is None:
+                raise self.fail(where, f"disk {host.disk!r} has no file system (fs: xfs or ext4)")
+            if host.disk in named:
+                raise self.fail(where, f"disk {host.disk!r} is already the sender's")
+            named.append(host.disk)
+        return named
 
 
 def _kind(value: object) -> str:

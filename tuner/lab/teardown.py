@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tuner.errors import BadInput, IotunerError
-from tuner.lab import nbd, network, system, throttle
+from tuner.lab import dirty, nbd, network, system, throttle
 from tuner.lab.queue import queue_engine, write_queue
 from tuner.lab.record import LabRecord, Step, load_record, record_path
 from tuner.state import state_dir
@@ -183,5 +183,6 @@ _UNDO: dict[str, Callable[[Step], list[str]]] = {
     "fuse": _undo_fuse,
     "server": _undo_server,
     "dir": _undo_dir,
+    "dirty": dirty.undo,
     **network.UNDO,
 }
