@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from probes.hostfs import digits
 from tuner.lab import system
 from tuner.lab.record import LabRecord, Step
 
@@ -73,7 +74,7 @@ def present(step: Step, bdi: Path = BDI) -> bool:
 
 def _directory(bdi: Path, majmin: str) -> Path:
     major, _, minor = majmin.partition(":")
-    if not (major.isdigit() and minor.isdigit()):
+    if not (digits(major) and digits(minor)):
         raise system.LabError(f"not a device number: {majmin!r}")
     return bdi / majmin
 
