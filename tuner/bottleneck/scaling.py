@@ -80,10 +80,14 @@ def job_text(paths: Sequence[str], runtime_s: float, ramp_s: float = RAMP_S) -> 
     return "\n".join(lines) + "\n"
 
 
-def read_at_once(paths: Sequence[str], runtime_s: float) -> tuple[float, ...]:
-    """MB/s (10^6 bytes) of each of `paths` while all are read at once."""
+def read_at_once(
+    paths: Sequence[str], runtime_s: float, devices: tuple[str, ...] = ()
+) -> tuple[float, ...]:
+    """MB/s (10^6 bytes) of each of `paths` (kernel names `devices`) while all are read at
+    once; TrialFault naming the device that failed (tuner/trials/faults.py)."""
     timeout = 3 * (runtime_s + RAMP_S) + 60
-    doc = run_fio(job_text(paths, runtime_s), timeout_s=timeout, what=", ".join(paths))
+    doc = run_fio(job_text(paths, runtime_s), timeout_s=timeout, what=", ".join(paths),
+                  devices=devices)  # fmt: skip
     parse_result(doc)  # raises on a failed job
     rates = {
         str(job.get("jobname")): float((job.get("read") or {}).get("bw_bytes", 0)) / 1e6
@@ -105,13 +109,13 @@ def run_scaling(group: Group, runtime_s: float = 3.0, progress: Progress | None 
     for busy in range(1, len(paths) + 1):
         if progress is not None:
             progress(f"{group.component.label}: {busy} of {len(paths)} devices busy")
-        rates = read_at_once(paths[:busy], runtime_s)
+        rates = read_at_once(paths[:busy], runtime_s, group.devices[:busy])
         points.append(Point(busy, sum(rates), rates))
     solos = [points[0].total_mbps]
     for name, path in zip(group.devices[1:], paths[1:], strict=True):
         if progress is not None:
             progress(f"{group.component.label}: {name} alone")
-        solos.append(read_at_once([path], runtime_s)[0])
+        solos.append(read_at_once([path], runtime_s, (name,))[0])
     return Scaling(
         group.devices, tuple(solos), tuple(points), time.monotonic() - started, _cached(group)
     )

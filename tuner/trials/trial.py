@@ -118,7 +118,7 @@ def run_trial(
     if file_count(options) > 1:
         # fio lays out a multi-file data set by writing it; do that before the caches drop.
         layout = job_text(options, runtime_s=0, ramp_s=0, create_only=True, **placement)
-        run_fio(layout, timeout_s=timeout, what=target.path)
+        run_fio(layout, timeout_s=timeout, what=target.path, devices=target.devices)
     buffered = is_buffered(options)
     limit, cached_share = _cache_share(cache, options, region)
     topology = live_storage(live_host())
@@ -149,7 +149,8 @@ def run_trial(
                             **placement)  # fmt: skip
             with Sampler((*target.devices, *lower)) as sampler:
                 doc = run_fio(text, timeout_s=3 * (runtime_s + ramp_s) + 120, what=target.path,
-                              preexec=cap.joiner() if cap is not None else None)  # fmt: skip
+                              preexec=cap.joiner() if cap is not None else None,
+                              devices=target.devices)  # fmt: skip
             fio = parse_result(doc)
             start, end = _window(doc, fio.runtime_s, sampler)
             moved = sampler.between(start, end, target.devices)
@@ -207,7 +208,7 @@ def _warm_up(
         "rw=read", "bs=1M", "ioengine=psync", "direct=0", "invalidate=0",
         f"offset={start}", f"size={size}", "[warm]",
     ]) + "\n"  # fmt: skip
-    run_fio(text, timeout_s=timeout, what=target.path, preexec=cap.joiner())
+    run_fio(text, timeout_s=timeout, what=target.path, preexec=cap.joiner(), devices=target.devices)
 
 
 def _cache_share(
