@@ -189,3 +189,30 @@ def test_the_daemons_retune_reports_the_fault_and_applies_nothing(
     status = retune.state()
     assert status is not None and status["state"] == "fault"
     assert json.dumps(status)  # what `daemon status` shows is plain data
+
+
+def test_bottleneck_names_the_device_that_failed_and_saves_nothing(state: Path) -> None:
+    """Two flash drives on one bus, the second with a bad region near its start: the first
+    point (d0 alone) reads, the second (both) meets the bad region on d1."""
+    spec = parse_spec(
+        "buses: [{name: bus0, read_mbps: 250, write_mbps: 250}]\n"
+        "disks: [{name: d0, bus: bus0, size: 512MiB, model: {kind: ssd}},"
+        " {name: d1, bus: bus0, size: 512MiB, model: {kind: ssd, eio: [16MiB, 1MiB]}}]",
+        "faults",
+        "x",
+    )
+    lab = lab_up(spec)
+    try:
+        good, bad = (d.device.removeprefix("/dev/") for d in lab.disks)
+        result = iotuner("bottleneck", "--devices", f"{good},{bad}", "--runtime", "0.5",
+                         state=state)  # fmt: skip
+    finally:
+        lab_down()
+    line = last_line(result.stderr)
+    print(line)
+    assert result.returncode == 1, result.stderr + result.stdout
+    assert line.startswith(
+        f"iotuner: bottleneck: {bad}: I/O error during trial 2 (2 of 2 busy) (fio: "
+    )
+    assert line.endswith("; nothing changed, no result saved")
+    assert not (state / "results").exists() or not any((state / "results").iterdir())
