@@ -240,8 +240,11 @@ class Tune:
                 break
             told = guards.policy(measured.flags)
             if told is None and self.objective.score(measured) < SLOW_BELOW * base_mean:
-                measured = self._better_of(measured, self.measure(point, phase))
-                told = guards.policy(measured.flags)
+                try:
+                    measured = self._better_of(measured, self.measure(point, phase))
+                except DevicesBusy as err:
+                    reason = f"stopped early: {err}"  # the first trial still counts
+            told = guards.policy(measured.flags)
             if told is None:
                 value = self.value(measured)
                 honest.append(value)
@@ -252,7 +255,7 @@ class Tune:
                 if told == guards.PENALISE:
                     optimizer.tell(point, value)
             history.append(Step(point, value, ei))
-            reason = should_stop(history, max(noise, 0.005), config.budget, deadline)
+            reason = reason or should_stop(history, max(noise, 0.005), config.budget, deadline)
         top = _top(history, config.top_k, baseline, set_aside)
         candidates = list(_with_rules(top, recommended, baseline, set_aside))
         if top and config.simpler_within > 0:
