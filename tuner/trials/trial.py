@@ -17,6 +17,7 @@ from tuner.trials import pagecache
 from tuner.trials.blockdev import cached_below, live_storage, readahead_bytes
 from tuner.trials.dataset import CacheModel
 from tuner.trials.diskstats import Counters, Sampler
+from tuner.trials.faults import os_faults
 from tuner.trials.fio import (
     AppParams,
     FioResult,
@@ -124,7 +125,8 @@ def run_trial(
     topology = live_storage(live_host())
     below = cached_below(target.devices, topology)
     lower = (below[1],) if below is not None else ()
-    not_dropped = pagecache.prepare(buffered and drop_caches, target.directory or target.path)
+    with os_faults(target.path, target.devices):
+        not_dropped = pagecache.prepare(buffered and drop_caches, target.directory or target.path)
     io_size = (
         None if io_cap_bytes is None else io_cap_share(io_cap_bytes, options, target, topology)
     )
@@ -141,6 +143,7 @@ def run_trial(
             # A full cache first: the ramp then only has to turn it over, not fill it.
             _warm_up(target, workload, min(settle_bytes + WARM_BEYOND, region), cap, timeout)
             ramp_s = max(ramp_s, MIN_SETTLE_S)
+        stack.enter_context(os_faults(target.path, target.devices))
         stack.enter_context(exclusive_writes(device_writes))
         not_settled = None
         for again in (False, True):
