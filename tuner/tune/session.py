@@ -46,6 +46,10 @@ fault makes one 2-4 times slower) must neither set the baseline nor teach the se
 point is bad. A point really that bad measures so again, at the cost of one trial's time."""
 
 
+AGAIN = "again"
+"""The phase of a search trial's second measurement (SLOW_BELOW): no budget trial."""
+
+
 @dataclass(frozen=True)
 class TuneConfig:
     """How long and how hard to search, and what to optimise."""
@@ -241,7 +245,7 @@ class Tune:
             told = guards.policy(measured.flags)
             if told is None and self.objective.score(measured) < SLOW_BELOW * base_mean:
                 try:
-                    measured = self._better_of(measured, self.measure(point, phase))
+                    measured = self._better_of(measured, self.measure(point, AGAIN))
                 except DevicesBusy as err:
                     reason = f"stopped early: {err}"  # the first trial still counts
             told = guards.policy(measured.flags)
