@@ -23,6 +23,7 @@ from tuner.errors import BadInput
 from tuner.plan import Plan
 from tuner.rules.installed import load_rule_base
 from tuner.rules.model import RuleBase, Workload
+from tuner.trials.faults import TrialFault
 from tuner.trials.fio import writes
 from tuner.trials.targets import TrialTarget
 from tuner.trials.trial import TrialResult, run_trial
@@ -144,8 +145,11 @@ def measure_runs(
 ) -> list[TrialResult]:
     """`config.repeats` trials of the workload on the target as it is set now."""
     results = []
-    for _ in range(config.repeats):
-        result = run_trial(target, workload, None, config.runtime_s, config.ramp_s)
+    for number in range(1, config.repeats + 1):
+        try:
+            result = run_trial(target, workload, None, config.runtime_s, config.ramp_s)
+        except TrialFault as fault:
+            raise fault.at(number, phase) from None
         results.append(result)
         if on_trial is not None:
             on_trial(phase, result)

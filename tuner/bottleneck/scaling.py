@@ -15,6 +15,7 @@ from probes.host_root import live_host
 from tuner.bottleneck.groups import Group
 from tuner.errors import BadInput
 from tuner.trials.blockdev import cached_below, live_storage
+from tuner.trials.faults import TrialFault
 from tuner.trials.fio import parse_result, run_fio
 from tuner.trials.targets import TrialTarget
 
@@ -80,10 +81,14 @@ def job_text(paths: Sequence[str], runtime_s: float, ramp_s: float = RAMP_S) -> 
     return "\n".join(lines) + "\n"
 
 
-def read_at_once(paths: Sequence[str], runtime_s: float) -> tuple[float, ...]:
-    """MB/s (10^6 bytes) of each of `paths` while all are read at once."""
+def read_at_once(
+    paths: Sequence[str], runtime_s: float, devices: tuple[str, ...] = ()
+) -> tuple[float, ...]:
+    """MB/s (10^6 bytes) of each of `paths` (kernel names `devices`) while all are read at
+    once; TrialFault naming the device that failed (tuner/trials/faults.py)."""
     timeout = 3 * (runtime_s + RAMP_S) + 60
-    doc = run_fio(job_text(paths, runtime_s), timeout_s=timeout, what=", ".join(paths))
+    doc = run_fio(job_text(paths, runtime_s), timeout_s=timeout, what=", ".join(paths),
+                  devices=devices)  # fmt: skip
     parse_result(doc)  # raises on a failed job
     rates = {
         str(job.get("jobname")): float((job.get("read") or {}).get("bw_bytes", 0)) / 1e6
@@ -101,20 +106,32 @@ def run_scaling(group: Group, runtime_s: float = 3.0, progress: Progress | None 
     paths = [device_path(name) for name in group.devices]
     for path in paths:
         TrialTarget.device(path)  # a block device with a size, or BadInput
-    points = []
+    points: list[Point] = []
     for busy in range(1, len(paths) + 1):
         if progress is not None:
             progress(f"{group.component.label}: {busy} of {len(paths)} devices busy")
-        rates = read_at_once(paths[:busy], runtime_s)
+        rates = _numbered(len(points) + 1, f"{busy} of {len(paths)} busy", paths[:busy],
+                          runtime_s, group.devices[:busy])  # fmt: skip
         points.append(Point(busy, sum(rates), rates))
     solos = [points[0].total_mbps]
     for name, path in zip(group.devices[1:], paths[1:], strict=True):
         if progress is not None:
             progress(f"{group.component.label}: {name} alone")
-        solos.append(read_at_once([path], runtime_s)[0])
+        run = len(points) + len(solos)
+        solos.append(_numbered(run, f"{name} alone", [path], runtime_s, (name,))[0])
     return Scaling(
         group.devices, tuple(solos), tuple(points), time.monotonic() - started, _cached(group)
     )
+
+
+def _numbered(
+    number: int, what: str, paths: Sequence[str], runtime_s: float, devices: tuple[str, ...]
+) -> tuple[float, ...]:
+    """read_at_once, a fault in it numbered as the group's `number`th fio run (`what`)."""
+    try:
+        return read_at_once(paths, runtime_s, devices)
+    except TrialFault as fault:
+        raise fault.at(number, what) from None
 
 
 def _cached(group: Group) -> str | None:

@@ -24,6 +24,7 @@ from rich.text import Text
 
 from tuner.apply.lock import changes_lock
 from tuner.errors import BadInput, IotunerError
+from tuner.trials.faults import TrialFault
 
 if TYPE_CHECKING:
     from tuner.apply.outcome import Outcome
@@ -85,9 +86,11 @@ def apply(
     `iotuner rollback` undoes a finished apply. With --measure the plan's workload runs before
     and after, and an apply that made it worse by more than the noise is rolled back.
     Exit codes: 0 applied (or nothing to change, or --check found nothing wrong), 1 a task
-    failed (the host is as before), ansible-playbook is missing, or --measure found it worse
-    and rolled it back, 2 bad input (an unknown tunable, a device that is not here, a value
-    the kernel refuses: nothing is applied).
+    failed (the host is as before), ansible-playbook is missing, --measure found it worse
+    and rolled it back, or a --measure trial met a fault of the device (an I/O error, the
+    device gone: one line; nothing applied, or the apply rolled back), 2 bad input (an
+    unknown tunable, a device that is not here, a value the kernel refuses: nothing is
+    applied).
     """
     if not conf_root.is_dir():
         raise BadInput(f"--conf-root {conf_root}: not a directory")
@@ -150,9 +153,15 @@ def _run(
     from tuner.apply.measure import MeasureConfig, measured_apply, measurement_document
 
     config = MeasureConfig(repeats=repeats, runtime_s=runtime, ramp_s=ramp)
-    done = measured_apply(parsed, target, lambda: _applied(run_once()),
-                          _undo_latest, config=config,
-                          destroy_data=destroy_data)  # fmt: skip
+    try:
+        done = measured_apply(parsed, target, lambda: _applied(run_once()),
+                              _undo_latest, config=config,
+                              destroy_data=destroy_data)  # fmt: skip
+    except TrialFault as fault:
+        # A fault before the apply: nothing was applied; after it: measured_apply rolled the
+        # apply back (an apply whose effect could not be measured is not kept).
+        done_so_far = "nothing applied" if fault.phase == "before" else "the apply rolled back"
+        raise fault.reported("apply --measure", done_so_far) from None
     (run, result), verdict = done.applied, done.measurement
     return run, result, {**measurement_document(verdict), "rolled_back": done.rolled_back}
 

@@ -30,6 +30,7 @@ from tuner.lab.status import lab_status
 from tuner.results import save_result
 from tuner.topology.model import Topology
 from tuner.trials.blockdev import block_number, kernel_name
+from tuner.trials.faults import TrialFault
 from tuner.units import human_rate
 
 RESULT_NAME = "bottleneck"
@@ -54,7 +55,8 @@ def bottleneck(
     (read-only, direct I/O): where the summed throughput stops growing short of the devices'
     own sum, that component is the bottleneck. Never writes.
 
-    Exit codes: 0 measured (capped or not), 1 failure, 2 bad input.
+    Exit codes: 0 measured (capped or not), 1 failure (also a device's fault: an I/O error,
+    a device gone, reported in one line naming it), 2 bad input.
     """
     started = time.monotonic()
     console = Console(stderr=as_json)
@@ -62,10 +64,14 @@ def bottleneck(
     names = resolve(devices, topology, live_host())
     groups = device_groups(topology, names, lab_bus_names())
     results = []
-    with console.status("scaling") as status:
-        for group in groups:
-            scaling = run_scaling(group, runtime, progress=status.update)
-            results.append((group, scaling, find_plateau(scaling.totals, scaling.solo_mbps)))
+    try:
+        with console.status("scaling") as status:
+            for group in groups:
+                scaling = run_scaling(group, runtime, progress=status.update)
+                results.append((group, scaling, find_plateau(scaling.totals, scaling.solo_mbps)))
+    except TrialFault as fault:
+        # Bottleneck only reads: nothing to restore; a curve with a hole in it is no result.
+        raise fault.reported("bottleneck", "nothing changed, no result saved") from None
     doc = document(names, results, runtime, time.monotonic() - started)
     save_result(RESULT_NAME, doc)
     if as_json:

@@ -19,6 +19,7 @@ from tuner.sweep.grid import Grid, parse_depths, parse_sizes, size_label
 from tuner.sweep.result import sweep_document
 from tuner.sweep.run import PATTERNS, Cell, run_sweep
 from tuner.sweep.view import render_sweep
+from tuner.trials.faults import TrialFault
 from tuner.trials.targets import TrialTarget
 
 
@@ -44,7 +45,8 @@ def sweep(
     plateau, the half-power point (the smallest request size reaching half of it) and where
     throughput stops growing, per queue depth and per request size; the JSON document is also
     saved as results/sweep.json in the state directory for `iotuner report`.
-    Exit codes: 0 done, 1 a measurement failed, 2 bad input.
+    Exit codes: 0 done, 1 a measurement failed (an I/O error, the device gone: one line
+    naming the device and the cell), 2 bad input.
     """
     if rw not in PATTERNS:
         raise BadInput(f"--rw {rw}: a sweep reads only ({' or '.join(PATTERNS)})")
@@ -79,8 +81,13 @@ def sweep(
             description=f"{size_label(cell.size)} x {cell.depth}: {cell.mbps:.1f} MB/s",
         )
 
-    with progress:
-        done = run_sweep(target, grid, rw=rw, runtime_s=runtime, ramp_s=ramp, on_cell=measured)
+    try:
+        with progress:
+            done = run_sweep(target, grid, rw=rw, runtime_s=runtime, ramp_s=ramp,
+                             on_cell=measured)  # fmt: skip
+    except TrialFault as fault:
+        # A sweep only reads: nothing to restore; a grid with a hole in it is no result.
+        raise fault.reported("sweep", "nothing changed, no result saved") from None
     found = analyse(done)
     doc = sweep_document(done, found)
     save_result("sweep", doc)

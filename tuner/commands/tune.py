@@ -24,6 +24,7 @@ from tuner.rules.model import RuleBase, Workload
 from tuner.search.space import APP
 from tuner.topology.model import Machine
 from tuner.trials.dataset import CacheModel, job_data_set
+from tuner.trials.faults import TrialFault
 from tuner.trials.fio import file_count, is_buffered, reads, writes
 from tuner.trials.idle import wait_until_idle
 from tuner.trials.jobfile import load_fio_job
@@ -127,9 +128,10 @@ def tune(
     and SIGTERM; after kill -9, by the next iotuner command or `iotuner rollback`).
     A read-only --fio-job naming an existing file reads that file. A buffered reader's trials
     cache the share of their data production's page cache holds (--data-set, --cache-memory).
-    Exit codes: 0 done, 1 a trial failed, the baseline could not be measured honestly (its
-    trials flagged: page cache...), or --idle-below found the devices busy before the
-    baseline, 2 bad input.
+    Exit codes: 0 done, 1 a trial failed (a fault of the device: an I/O error, the device
+    gone, a stalled trial, reported in one line with settings restored), the baseline could
+    not be measured honestly (its trials flagged: page cache...), or --idle-below found the
+    devices busy before the baseline, 2 bad input.
     """
     if objective not in ("auto", *OBJECTIVES):
         raise BadInput(f"--objective {objective}: use auto, {', '.join(OBJECTIVES)}")
@@ -147,28 +149,33 @@ def tune(
     cap = None if io_cap is None else io_cap * 10**6
     goal = objective_for(chosen.fio) if objective == "auto" else objective
     console = Console(stderr=as_json)
-    with ExitStack() as stack:
-        trial_target = stack.enter_context(_target(target, destroy_data, chosen, console))
-        cache = cache_model(chosen, trial_target, data_set, cache_memory)
-        if cache is not None:
-            console.print(cache.describe(), style="dim", highlight=False)
-        if cache is not None and cache.fits and is_buffered(chosen.fio):
-            ramp = 0.0  # the warm-up is what is measured: a ramp would hide it
-        config = TuneConfig(budget=budget, time_s=time_s, runtime_s=runtime, ramp_s=ramp,
-                            objective=goal, seed=seed, io_cap_bytes=cap,
-                            cache=cache)  # fmt: skip
-        journal = stack.enter_context(Journal())
-        engine = stack.enter_context(TunableEngine(live_sysroot(), journal))
-        stack.enter_context(restore_on_signals(engine))
-        live = engine.tunables.sys
-        setup = prepare_tune(base, probe_with_settings(live.fs()), trial_target.devices, chosen,
-                             engine.tunables, app=app_params,
-                             read_devices=trial_target.raw_devices)  # fmt: skip
-        view = stack.enter_context(TuneView(console, budget, enabled=console.is_terminal))
-        gate = _idle_gate(trial_target.devices, idle_below, console)
-        session = Tune(trial_target, chosen, setup.space, engine, config, on_trial=view.trial,
-                       before_trial=gate)  # fmt: skip
-        result = session.run(setup.baseline, setup.suggested)
+    try:
+        with ExitStack() as stack:
+            trial_target = stack.enter_context(_target(target, destroy_data, chosen, console))
+            cache = cache_model(chosen, trial_target, data_set, cache_memory)
+            if cache is not None:
+                console.print(cache.describe(), style="dim", highlight=False)
+            if cache is not None and cache.fits and is_buffered(chosen.fio):
+                ramp = 0.0  # the warm-up is what is measured: a ramp would hide it
+            config = TuneConfig(budget=budget, time_s=time_s, runtime_s=runtime, ramp_s=ramp,
+                                objective=goal, seed=seed, io_cap_bytes=cap,
+                                cache=cache)  # fmt: skip
+            journal = stack.enter_context(Journal())
+            engine = stack.enter_context(TunableEngine(live_sysroot(), journal))
+            stack.enter_context(restore_on_signals(engine))
+            live = engine.tunables.sys
+            setup = prepare_tune(base, probe_with_settings(live.fs()), trial_target.devices, chosen,
+                                 engine.tunables, app=app_params,
+                                 read_devices=trial_target.raw_devices)  # fmt: skip
+            view = stack.enter_context(TuneView(console, budget, enabled=console.is_terminal))
+            gate = _idle_gate(trial_target.devices, idle_below, console)
+            session = Tune(trial_target, chosen, setup.space, engine, config, on_trial=view.trial,
+                           before_trial=gate)  # fmt: skip
+            result = session.run(setup.baseline, setup.suggested)
+    except TrialFault as fault:
+        # The engine's exit has restored every setting by now and emptied its journal.
+        outcome = "settings restored, no plan written" if plan_out else "settings restored"
+        raise fault.reported("tune", outcome) from None
     host = next((m.name for m in setup.topology.of_type(Machine)), "host")
     if plan_out is not None:
         measured = result_document(result)

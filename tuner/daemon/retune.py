@@ -26,6 +26,7 @@ from tuner.daemon.events import Event, event
 from tuner.daemon.retune_report import advise_event, plan_entries, tune_figures
 from tuner.daemon.workload import profiles
 from tuner.state import state_dir
+from tuner.trials.faults import is_fault
 from tuner.trials.fio import writes
 from tuner.trials.idle import BUSY
 
@@ -261,6 +262,10 @@ class Retune:
             return self._done(job, "stopped", "retune", message, exit=code, restored=said)
         if code == 1 and child.step == "tune" and BUSY in said:
             return self._done(job, "busy", "retune", f"{what} not run: {said}", exit=code)
+        if code == 1 and child.step == "tune" and is_fault(said):
+            # The tune restored what it changed and wrote no plan: nothing is applied.
+            message = f"{what} stopped by a fault of the device: {said}"
+            return self._done(job, "fault", "error", message, exit=code)
         if code != 0:
             message = f"{what} failed during {child.step} (exit {code}): {said or 'no message'}"
             return self._done(job, "failed", "error", message, exit=code)

@@ -10,6 +10,7 @@ from probes.host_root import live_host
 from probes.hostfs import HostFS
 from tuner.errors import BadInput
 from tuner.sweep.grid import Grid, size_label
+from tuner.trials.faults import TrialFault
 from tuner.trials.fio import job_text, parse_result, run_fio, trial_options, writes
 from tuner.trials.targets import TrialTarget
 from tuner.units import human_bytes
@@ -74,7 +75,7 @@ def measure_cell(
     )
     # A deep queue of large requests on a slow disk takes a while to drain after the runtime.
     timeout = 3 * (runtime_s + ramp_s) + 60
-    fio = parse_result(run_fio(text, timeout_s=timeout, what=target.path))
+    fio = parse_result(run_fio(text, timeout_s=timeout, what=target.path, devices=target.devices))
     return Cell(size, depth, fio.mbps, fio.iops, fio.p99_latency_us)
 
 
@@ -104,10 +105,15 @@ def run_sweep(
             f"not {', '.join(size_label(size) for size in odd)}"
         )
     started = time.monotonic()
-    cells = []
+    cells: list[Cell] = []
     for depth in grid.depths:
         for size in grid.sizes:
-            cell = measure_cell(target, size, depth, rw=rw, runtime_s=runtime_s, ramp_s=ramp_s)
+            try:
+                cell = measure_cell(target, size, depth, rw=rw, runtime_s=runtime_s,
+                                    ramp_s=ramp_s)  # fmt: skip
+            except TrialFault as fault:
+                where = f"{rw} bs={size_label(size)} iodepth={depth}"
+                raise fault.at(len(cells) + 1, where) from None
             cells.append(cell)
             if on_cell is not None:
                 on_cell(cell)

@@ -23,6 +23,7 @@ from typing import Any
 
 from probes.hostfs import digits
 from tuner.errors import BadInput, IotunerError
+from tuner.trials.faults import STALLED, TrialFault, classify, device_name, faulty_device
 
 FIO_MISSING = "fio not found: install the Debian package fio"
 
@@ -257,11 +258,18 @@ def fio_binary() -> str:
 
 
 def run_fio(
-    text: str, *, timeout_s: float, what: str, preexec: Callable[[], None] | None = None
+    text: str,
+    *,
+    timeout_s: float,
+    what: str,
+    preexec: Callable[[], None] | None = None,
+    devices: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Run one job file through fio and return its JSON document; `what` names the target.
 
     `preexec` runs in the child before fio starts (joining a memory cgroup: memcap.py).
+    TrialFault when fio met an I/O error, the target or one of its `devices` (kernel names)
+    disappeared, or fio overran `timeout_s` (faults.py); IotunerError for any other failure.
     """
     fio = fio_binary()
     with tempfile.TemporaryDirectory(prefix="iotuner-fio-") as tmp:
@@ -272,6 +280,10 @@ def run_fio(
             command, cwd=tmp, timeout_s=timeout_s, what=what, preexec=preexec
         )
         if code != 0:
+            kind = classify(what, stdout + stderr, devices)
+            if kind is not None:
+                where = faulty_device(stdout + stderr, what, devices)
+                raise TrialFault(where, kind, f"fio: {first_error(stderr, stdout)}")
             raise IotunerError(f"fio on {what} failed: {first_error(stderr, stdout)}")
         return load_json(out.read_text() if out.exists() else "", what)
 
@@ -303,7 +315,9 @@ def _run(
         stdout, stderr = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        raise IotunerError(f"fio on {what} did not finish within {timeout_s:.0f} s") from None
+        raise TrialFault(
+            device_name(what), STALLED, f"fio did not finish within {timeout_s:.0f} s"
+        ) from None
     except BaseException:
         _kill_group(proc)
         raise

@@ -17,6 +17,7 @@ from tuner.trials import pagecache
 from tuner.trials.blockdev import cached_below, live_storage, readahead_bytes
 from tuner.trials.dataset import CacheModel
 from tuner.trials.diskstats import Counters, Sampler
+from tuner.trials.faults import os_faults
 from tuner.trials.fio import (
     AppParams,
     FioResult,
@@ -118,13 +119,14 @@ def run_trial(
     if file_count(options) > 1:
         # fio lays out a multi-file data set by writing it; do that before the caches drop.
         layout = job_text(options, runtime_s=0, ramp_s=0, create_only=True, **placement)
-        run_fio(layout, timeout_s=timeout, what=target.path)
+        run_fio(layout, timeout_s=timeout, what=target.path, devices=target.devices)
     buffered = is_buffered(options)
     limit, cached_share = _cache_share(cache, options, region)
     topology = live_storage(live_host())
     below = cached_below(target.devices, topology)
     lower = (below[1],) if below is not None else ()
-    not_dropped = pagecache.prepare(buffered and drop_caches, target.directory or target.path)
+    with os_faults(target.path, target.devices):
+        not_dropped = pagecache.prepare(buffered and drop_caches, target.directory or target.path)
     io_size = (
         None if io_cap_bytes is None else io_cap_share(io_cap_bytes, options, target, topology)
     )
@@ -141,6 +143,7 @@ def run_trial(
             # A full cache first: the ramp then only has to turn it over, not fill it.
             _warm_up(target, workload, min(settle_bytes + WARM_BEYOND, region), cap, timeout)
             ramp_s = max(ramp_s, MIN_SETTLE_S)
+        stack.enter_context(os_faults(target.path, target.devices))
         stack.enter_context(exclusive_writes(device_writes))
         not_settled = None
         for again in (False, True):
@@ -149,7 +152,8 @@ def run_trial(
                             **placement)  # fmt: skip
             with Sampler((*target.devices, *lower)) as sampler:
                 doc = run_fio(text, timeout_s=3 * (runtime_s + ramp_s) + 120, what=target.path,
-                              preexec=cap.joiner() if cap is not None else None)  # fmt: skip
+                              preexec=cap.joiner() if cap is not None else None,
+                              devices=target.devices)  # fmt: skip
             fio = parse_result(doc)
             start, end = _window(doc, fio.runtime_s, sampler)
             moved = sampler.between(start, end, target.devices)
@@ -207,7 +211,7 @@ def _warm_up(
         "rw=read", "bs=1M", "ioengine=psync", "direct=0", "invalidate=0",
         f"offset={start}", f"size={size}", "[warm]",
     ]) + "\n"  # fmt: skip
-    run_fio(text, timeout_s=timeout, what=target.path, preexec=cap.joiner())
+    run_fio(text, timeout_s=timeout, what=target.path, preexec=cap.joiner(), devices=target.devices)
 
 
 def _cache_share(
