@@ -288,7 +288,8 @@ def test_disk_to_disk_is_capped_by_the_slowest_part(state: Path) -> None:
           f"disk to disk {both.received_mbit:.1f} (committed {both.committed_mbit:.1f}), "
           f"{both.received_mbit / slowest:.3f} of the slowest")  # fmt: skip
     assert both.kind == "disk-to-disk"
-    assert abs(to_disk.received_mbit - write) <= 0.05 * write
+    # Measured 0.945-0.999 of the write alone (docs/lab.md): within 8 %.
+    assert abs(to_disk.received_mbit - write) <= 0.08 * write
     # Above by at most the page cache the dirty limit lets it fill (its committed rate is lower).
     assert 0.9 * slowest <= both.received_mbit <= 1.1 * slowest
     lab_down()
