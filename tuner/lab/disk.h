@@ -23,6 +23,9 @@
  * every server on the bus and moved by compare-and-swap: no lock, so a server killed with
  * SIGKILL leaves nothing held.
  *
+ * Every plugin's file= and size= (the backing file, the capacity) are parsed here too
+ * (disk_config), with the faults' and the bus's keys; the plugin parses only its own.
+ *
  * The nbdkit callbacks every plugin shares (disk_open ... disk_pwrite) are at the end: one
  * device behind every connection, each read or write handed to the plugin's `perform`.
  */
@@ -39,6 +42,8 @@
 #include <unistd.h>
 
 static int64_t size = -1; /* the capacity every modelled disk presents, in bytes */
+static const char *file;  /* the backing file: every byte the disk holds is really stored */
+static int fd = -1;
 
 /* Each plugin's own: move the data and wait as long as its model says (hdd.c, ssd.c, raid.c). */
 static int perform (void *buf, const void *wbuf, uint32_t count, uint64_t offset);
@@ -126,6 +131,52 @@ bus_config (const char *key, const char *value)
   if (strcmp (key, "bus_mbps") == 0)
     return parse_double (key, value, &bus_mbps, 1, 100000);
   return 1;
+}
+
+/* A key every modelled disk takes (faults, bus, file, size): 0 taken, -1 bad value, 1 not
+ * one of these (the plugin's own, then). */
+static int
+disk_config (const char *key, const char *value)
+{
+  int taken = fault_config (key, value);
+  if (taken == 1)
+    taken = bus_config (key, value);
+  if (taken != 1)
+    return taken;
+  if (strcmp (key, "file") == 0) {
+    file = value;
+    return 0;
+  }
+  if (strcmp (key, "size") == 0)
+    return (size = nbdkit_parse_size (value)) < 0 ? -1 : 0;
+  return 1;
+}
+
+/* Open the backing file (from get_ready). */
+static int
+disk_open_file (void)
+{
+  fd = open (file, O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    nbdkit_error ("open %s: %m", file);
+    return -1;
+  }
+  return 0;
+}
+
+/* Move a read's or write's data to or from the backing file: 0, or -1 with the error set. */
+static int
+disk_move (void *buf, const void *wbuf, uint32_t count, uint64_t offset)
+{
+  ssize_t moved = wbuf ? pwrite (fd, wbuf, count, (off_t) offset)
+                       : pread (fd, buf, count, (off_t) offset);
+  if (moved != (ssize_t) count) {
+    nbdkit_error ("%s %s at %llu: %s", wbuf ? "pwrite" : "pread", file,
+                  (unsigned long long) offset, moved < 0 ? strerror (errno) : "short");
+    nbdkit_set_error (moved < 0 ? errno : EIO);
+    return -1;
+  }
+  return 0;
 }
 
 /* Map the bus's word (from get_ready); 0 on no bus or once mapped. */

@@ -32,8 +32,6 @@
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
-static const char *file;
-static int fd = -1;
 static struct drive the_drive;
 
 /* Move the data, then wait as long as the model says: the copy is inside the modelled time
@@ -46,14 +44,8 @@ perform (void *buf, const void *wbuf, uint32_t count, uint64_t offset)
     return -1;
   }
   double arrival = now ();
-  ssize_t moved = wbuf ? pwrite (fd, wbuf, count, (off_t) offset)
-                       : pread (fd, buf, count, (off_t) offset);
-  if (moved != (ssize_t) count) {
-    nbdkit_error ("%s %s at %llu: %s", wbuf ? "pwrite" : "pread", file,
-                  (unsigned long long) offset, moved < 0 ? strerror (errno) : "short");
-    nbdkit_set_error (moved < 0 ? errno : EIO);
+  if (disk_move (buf, wbuf, count, offset) < 0)
     return -1;
-  }
   struct command c = { .drive = &the_drive, .off = offset, .len = count, .write = wbuf != NULL };
   run_commands (&c, 1, arrival);
   return 0;
@@ -62,19 +54,11 @@ perform (void *buf, const void *wbuf, uint32_t count, uint64_t offset)
 static int
 hdd_config (const char *key, const char *value)
 {
-  int taken = fault_config (key, value);
-  if (taken == 1)
-    taken = bus_config (key, value);
+  int taken = disk_config (key, value);
   if (taken == 1)
     taken = drive_config (key, value);
   if (taken <= 0)
     return taken;
-  if (strcmp (key, "file") == 0) {
-    file = value;
-    return 0;
-  }
-  if (strcmp (key, "size") == 0)
-    return (size = nbdkit_parse_size (value)) < 0 ? -1 : 0;
   nbdkit_error ("unknown parameter '%s'", key);
   return -1;
 }
@@ -95,11 +79,8 @@ hdd_config_complete (void)
 static int
 hdd_get_ready (void)
 {
-  fd = open (file, O_RDWR | O_CLOEXEC);
-  if (fd < 0) {
-    nbdkit_error ("open %s: %m", file);
+  if (disk_open_file () < 0)
     return -1;
-  }
   clock_start (); /* whole seconds: the phase stays the seed's */
   return bus_open ();
 }

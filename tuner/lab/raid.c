@@ -55,10 +55,9 @@
 #define MAX_MEMBERS 16
 #define STATS_WORDS (8 + 4 * MAX_MEMBERS)
 
-static const char *file, *stats_file;
+static const char *stats_file;
 static int64_t stripe_kib = 64;
 static int level = -1, members = 4;
-static int fd = -1;
 static struct drive member[MAX_MEMBERS];
 static uint64_t unit, data_units;
 static uint64_t *stats;
@@ -161,14 +160,8 @@ perform (void *buf, const void *wbuf, uint32_t count_, uint64_t offset)
     return -1;
   }
   double arrival = now (); /* the copy below is inside the modelled time */
-  ssize_t moved = wbuf ? pwrite (fd, wbuf, count_, (off_t) offset)
-                       : pread (fd, buf, count_, (off_t) offset);
-  if (moved != (ssize_t) count_) {
-    nbdkit_error ("%s %s at %llu: %s", wbuf ? "pwrite" : "pread", file,
-                  (unsigned long long) offset, moved < 0 ? strerror (errno) : "short");
-    nbdkit_set_error (moved < 0 ? errno : EIO);
+  if (disk_move (buf, wbuf, count_, offset) < 0)
     return -1;
-  }
   /* At most members + 1 pieces per stripe touched in each phase. */
   uint64_t stripes = count_ / (data_units * unit) + 2;
   size_t most = (size_t) (stripes * (uint64_t) (members + 1));
@@ -191,23 +184,15 @@ perform (void *buf, const void *wbuf, uint32_t count_, uint64_t offset)
 static int
 raid_config (const char *key, const char *value)
 {
-  int taken = fault_config (key, value);
-  if (taken == 1)
-    taken = bus_config (key, value);
+  int taken = disk_config (key, value);
   if (taken == 1)
     taken = drive_config (key, value);
   if (taken <= 0)
     return taken;
-  if (strcmp (key, "file") == 0) {
-    file = value;
-    return 0;
-  }
   if (strcmp (key, "stats") == 0) {
     stats_file = value;
     return 0;
   }
-  if (strcmp (key, "size") == 0)
-    return (size = nbdkit_parse_size (value)) < 0 ? -1 : 0;
   if (strcmp (key, "level") == 0)
     return nbdkit_parse_int ("level", value, &level);
   if (strcmp (key, "members") == 0)
@@ -243,11 +228,8 @@ raid_config_complete (void)
 static int
 raid_get_ready (void)
 {
-  fd = open (file, O_RDWR | O_CLOEXEC);
-  if (fd < 0) {
-    nbdkit_error ("open %s: %m", file);
+  if (disk_open_file () < 0)
     return -1;
-  }
   int sfd = open (stats_file, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (sfd < 0 || ftruncate (sfd, STATS_WORDS * sizeof (uint64_t)) < 0) {
     nbdkit_error ("stats %s: %m", stats_file);

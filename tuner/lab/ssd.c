@@ -56,12 +56,10 @@
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 #define MAX_CHANNELS 64
 
-static const char *file;
 static double read_us = 2000, write_us = 3000, mbps = 400, gc_factor = 4, route_us = 400;
 static int channels = 4;
 static int64_t op_bytes = 256 << 20;
 
-static int fd = -1;
 static double channel_free[MAX_CHANNELS];
 static double interface_free;
 static double written; /* bytes since the server started */
@@ -105,14 +103,8 @@ perform (void *buf, const void *wbuf, uint32_t count, uint64_t offset)
     return -1;
   }
   double done = schedule (count, wbuf != NULL);
-  ssize_t moved = wbuf ? pwrite (fd, wbuf, count, (off_t) offset)
-                       : pread (fd, buf, count, (off_t) offset);
-  if (moved != (ssize_t) count) {
-    nbdkit_error ("%s %s at %llu: %s", wbuf ? "pwrite" : "pread", file,
-                  (unsigned long long) offset, moved < 0 ? strerror (errno) : "short");
-    nbdkit_set_error (moved < 0 ? errno : EIO);
+  if (disk_move (buf, wbuf, count, offset) < 0)
     return -1;
-  }
   sleep_until (done);
   return 0;
 }
@@ -120,17 +112,9 @@ perform (void *buf, const void *wbuf, uint32_t count, uint64_t offset)
 static int
 ssd_config (const char *key, const char *value)
 {
-  int fault = fault_config (key, value);
-  if (fault == 1)
-    fault = bus_config (key, value);
-  if (fault <= 0)
-    return fault;
-  if (strcmp (key, "file") == 0) {
-    file = value;
-    return 0;
-  }
-  if (strcmp (key, "size") == 0)
-    return (size = nbdkit_parse_size (value)) < 0 ? -1 : 0;
+  int taken = disk_config (key, value);
+  if (taken <= 0)
+    return taken;
   if (strcmp (key, "read_us") == 0)
     return parse_double (key, value, &read_us, 0, 1e6);
   if (strcmp (key, "write_us") == 0)
@@ -166,11 +150,8 @@ ssd_config_complete (void)
 static int
 ssd_get_ready (void)
 {
-  fd = open (file, O_RDWR | O_CLOEXEC);
-  if (fd < 0) {
-    nbdkit_error ("open %s: %m", file);
+  if (disk_open_file () < 0)
     return -1;
-  }
   clock_start ();
   return bus_open ();
 }
