@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,3 +72,20 @@ def plugin_text(kind: str) -> str:
     """A modelled disk's plugin source with the headers it includes (all beside it)."""
     source = SOURCES[kind]
     return source.read_text() + "".join(h.read_text() for h in sorted(source.parent.glob("*.h")))
+
+
+def direct_round_trip(device: str, offset: int, written: bytes) -> bytes:
+    """`written` written to `device` at `offset` with O_DIRECT, then read back over a cleared
+    buffer: what came back."""
+    size = len(written)
+    buf = mmap.mmap(-1, size)  # page-aligned for O_DIRECT
+    buf.write(written)
+    fd = os.open(device, os.O_RDWR | os.O_DIRECT)
+    try:
+        assert os.pwrite(fd, buf, offset) == size
+        buf.seek(0)
+        buf.write(bytes(size))
+        assert os.preadv(fd, [buf], offset) == size
+    finally:
+        os.close(fd)
+    return bytes(buf)

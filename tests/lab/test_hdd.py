@@ -4,7 +4,6 @@ and `lab down` after its server or `lab up` was killed."""
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import signal
 import subprocess
@@ -16,7 +15,7 @@ import psutil
 import pytest
 
 from tests.cli import iotuner
-from tests.lab.conftest import assert_no_server_left, snapshot
+from tests.lab.conftest import assert_no_server_left, direct_round_trip, snapshot
 from tests.lab.fio import fio_job as fio
 from tuner.lab import lab_down, lab_up, load_spec, parse_spec
 from tuner.lab.hdd import random_read_s, stream_mbps
@@ -99,17 +98,7 @@ def test_what_is_written_is_read_back_and_kept_in_its_data_file(state: Path) -> 
 
     written = os.urandom(MIB)
     offset = 777 * MIB
-    buf = mmap.mmap(-1, MIB)  # page-aligned for O_DIRECT
-    buf.write(written)
-    fd = os.open(disk.device, os.O_RDWR | os.O_DIRECT)
-    try:
-        assert os.pwrite(fd, buf, offset) == MIB
-        buf.seek(0)
-        buf.write(bytes(MIB))
-        assert os.preadv(fd, [buf], offset) == MIB
-    finally:
-        os.close(fd)
-    assert bytes(buf) == written
+    assert direct_round_trip(disk.device, offset, written) == written
     with open(data_file, "rb") as backing:
         backing.seek(offset)
         assert backing.read(MIB) == written

@@ -4,7 +4,6 @@ data; and raid.c's own checks of its parameters."""
 
 from __future__ import annotations
 
-import mmap
 import os
 import subprocess
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.lab.conftest import assert_no_server_left, snapshot
+from tests.lab.conftest import assert_no_server_left, direct_round_trip, snapshot
 from tests.lab.fio import fio_job
 from tuner.lab import lab_down, lab_up, load_spec
 from tuner.lab.modelled import SOURCES
@@ -74,18 +73,8 @@ def test_the_set_keeps_what_is_written_across_its_units_and_down_removes_it(
     record = snapshot(state)
     assert [s.kind for s in record.steps if s.label == disk.name] == ["server", "fuse", "loop"]
     written = os.urandom(MIB)
-    buf = mmap.mmap(-1, MIB)  # page-aligned for O_DIRECT
-    buf.write(written)
     offset = 1000 * MIB + 20 * KIB  # across units, stripes and members, not aligned to them
-    fd = os.open(disk.device, os.O_RDWR | os.O_DIRECT)
-    try:
-        assert os.pwrite(fd, buf, offset) == MIB
-        buf.seek(0)
-        buf.write(bytes(MIB))
-        assert os.preadv(fd, [buf], offset) == MIB
-    finally:
-        os.close(fd)
-    assert bytes(buf) == written
+    assert direct_round_trip(disk.device, offset, written) == written
     lab_down()
     assert_no_server_left(record)  # and with the directory, the data and stats files
 
