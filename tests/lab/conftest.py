@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Iterator
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -12,7 +16,7 @@ import pytest
 from tuner.lab import lab_down, system, throttle
 from tuner.lab.modelled import SOURCES
 from tuner.lab.nbd import processes_using
-from tuner.lab.record import LabRecord, load_record
+from tuner.lab.record import LabRecord, Step, load_record
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -89,3 +93,32 @@ def direct_round_trip(device: str, offset: int, written: bytes) -> bytes:
     finally:
         os.close(fd)
     return bytes(buf)
+
+
+def recorded_steps(state: Path) -> list[Step]:
+    """The steps of the lab's record as it is now; none before there is one."""
+    record = load_record(state / "lab.json")  # replaced atomically: never seen half-written
+    return record.steps if record is not None else []
+
+
+def kill_9_up_when(
+    state: Path, spec: str, reached: Callable[[Step], bool], started: str, what: str
+) -> LabRecord:
+    """`iotuner lab up spec` in a session of its own, killed with SIGKILL (the command and
+    whatever it runs; the servers it starts run in sessions of their own) once a step of its
+    record is `reached` (`started` and `what` name that in the failure messages); the record
+    it left."""
+    up = subprocess.Popen(
+        [sys.executable, "-m", "tuner.cli", "lab", "up", spec],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    try:
+        while not any(reached(s) for s in recorded_steps(state)):
+            assert up.poll() is None, f"lab up ended before {started}"
+            assert time.monotonic() < deadline, f"no {what} after 60 s"
+            time.sleep(0.01)
+    finally:
+        os.killpg(up.pid, signal.SIGKILL)
+        up.wait()
+    return snapshot(state)

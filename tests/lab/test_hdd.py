@@ -5,22 +5,22 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
 
 from tests.cli import iotuner
-from tests.lab.conftest import assert_no_server_left, direct_round_trip, snapshot
+from tests.lab.conftest import (
+    assert_no_server_left,
+    direct_round_trip,
+    kill_9_up_when,
+    snapshot,
+)
 from tests.lab.fio import fio_job as fio
 from tuner.lab import lab_down, lab_up, load_spec, parse_spec
 from tuner.lab.hdd import random_read_s, stream_mbps
 from tuner.lab.queue import read_queue
-from tuner.lab.record import Step, load_record
 from tuner.tunables.access import Tunables
 
 pytestmark = pytest.mark.lab
@@ -146,29 +146,9 @@ def test_kill_9_of_a_server_process_then_down_leaves_nothing(
 
 
 def test_kill_9_mid_up_then_down_leaves_nothing(state: Path) -> None:
-    up = subprocess.Popen(
-        [sys.executable, "-m", "tuner.cli", "lab", "up", "hdd"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 60
-    try:
-        while not any(s.kind == "fuse" for s in _steps(state)):
-            assert up.poll() is None, "lab up ended before starting nbdfuse"
-            assert time.monotonic() < deadline, "no nbdfuse after 60 s"
-            time.sleep(0.01)
-    finally:
-        os.killpg(up.pid, signal.SIGKILL)  # iotuner; nbdkit and nbdfuse run in their own
-        up.wait()
-    record = snapshot(state)
+    record = kill_9_up_when(state, "hdd", lambda s: s.kind == "fuse", "starting nbdfuse", "nbdfuse")
     assert record.state == "building"
     down = iotuner("lab", "down")
     assert down.returncode == 0, down.stderr
     assert "removed nbdkit pid" in down.stdout
     assert_no_server_left(record)
-
-
-def _steps(state: Path) -> list[Step]:
-    record = load_record(state / "lab.json")  # replaced atomically: never seen half-written
-    return record.steps if record is not None else []

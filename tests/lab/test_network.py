@@ -12,20 +12,18 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.cli import iotuner
-from tests.lab.conftest import snapshot
-from tuner.errors import IotunerError
+from tests.lab.conftest import kill_9_up_when, snapshot
 from tuner.lab import lab_down, lab_up, load_spec, parse_spec
 from tuner.lab.model import LabNetwork
 from tuner.lab.nbd import processes_with
 from tuner.lab.network import RELAY
-from tuner.lab.record import LabRecord, Step, load_record
+from tuner.lab.record import LabRecord
 from tuner.trials.transfer import Ends, TransferOptions, run_transfer
 
 pytestmark = pytest.mark.lab
@@ -153,33 +151,14 @@ def test_down_after_kill_9_of_the_delay_line(state: Path) -> None:
 
 
 def test_down_after_kill_9_of_up_while_it_builds_the_path(state: Path) -> None:
-    up = subprocess.Popen(
-        [sys.executable, "-m", "tuner.cli", "lab", "up", "wan"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    deadline = time.monotonic() + 60
-    try:
-        while not any(s.kind == "netns" and s.done for s in recorded_steps(state)):
-            assert up.poll() is None, "lab up ended before creating a namespace"
-            assert time.monotonic() < deadline, "no namespace after 60 s"
-            time.sleep(0.01)
-    finally:
-        os.killpg(up.pid, signal.SIGKILL)  # the command and the ip or gcc it runs
-        up.wait()
-    record = snapshot(state)
+    record = kill_9_up_when(
+        state, "wan", lambda s: s.kind == "netns" and s.done, "creating a namespace", "namespace"
+    )
     assert record.state == "building"
     down = iotuner("lab", "down")
     assert down.returncode == 0, down.stderr
     assert "removed namespace" in down.stdout
     assert_network_gone(record)
-
-
-def recorded_steps(state: Path) -> list[Step]:
-    try:
-        record = load_record(state / "lab.json")
-    except IotunerError:
-        return []  # replaced atomically, but not there yet
-    return record.steps if record else []
 
 
 def assert_network_gone(record: LabRecord) -> None:
