@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 DEFAULT_STATE = "/tmp/iotuner-bench-hdd-state"
 MIB = 1 << 20
 
@@ -47,11 +49,10 @@ def fio(device: str, rw: str, block: str, depth: int, seconds: float, *extra: st
 
 def cpu_seconds(pids: list[int]) -> float:
     """User plus system CPU seconds of `pids` (threads included)."""
-    tick = os.sysconf("SC_CLK_TCK")
     total = 0.0
     for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += (int(fields[11]) + int(fields[12])) / tick
+        times = psutil.Process(pid).cpu_times()
+        total += times.user + times.system
     return total
 
 

@@ -37,6 +37,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from benchmarks.hdd_model import cpu_seconds
+
 DEFAULT_STATE = "/tmp/iotuner-bench-net-state"
 _RTT = re.compile(r"= [\d.]+/([\d.]+)/[\d.]+/([\d.]+) ms")
 SPEC = """name: bench-net
@@ -60,12 +62,6 @@ def ping_ms(sender: str, address: str) -> float:
     if not match:
         raise RuntimeError(f"ping: {out}")
     return float(match.group(1))
-
-
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU seconds of `pid`."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,10 +102,10 @@ def main(argv: list[str] | None = None) -> int:
             expected = rate * (args.mtu - 52) / (args.mtu + 14)
             for _ in range(args.repeats):
                 rtt = ping_ms(net.sender, net.receiver_address)
-                before, started = cpu_seconds(pid), time.monotonic()
+                before, started = cpu_seconds([pid]), time.monotonic()
                 options = TransferOptions(args.seconds, omit=3, congestion=args.congestion or None)
                 result = run_transfer(Ends.of_lab(net), options)
-                cpu = (cpu_seconds(pid) - before) / (time.monotonic() - started)
+                cpu = (cpu_seconds([pid]) - before) / (time.monotonic() - started)
                 per_second = result.intervals_mbit
                 print(
                     f"{rate:g} | {args.rtt:g} | {rtt:.2f} | {result.received_mbit:.1f} "

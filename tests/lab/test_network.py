@@ -15,6 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.cli import iotuner
@@ -29,7 +30,6 @@ from tuner.trials.transfer import Ends, TransferOptions, run_transfer
 pytestmark = pytest.mark.lab
 
 _RTT = re.compile(r"= [\d.]+/([\d.]+)/[\d.]+/([\d.]+) ms")
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def goodput_mbit(net: LabNetwork) -> float:
@@ -58,8 +58,8 @@ def relay_pid(record: LabRecord) -> int:
 
 
 def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
 
 
 def in_ns(ns: str, *cmd: str) -> str:
