@@ -21,39 +21,15 @@ down at the end, also on Ctrl-C.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
-import threading
-import time
+from functools import partial
 from pathlib import Path
-from typing import Any
 
-import psutil
+from benchmarks.lab_measure import fio, with_cpu
 
 DEFAULT_STATE = "/tmp/iotuner-bench-hdd-state"
 MIB = 1 << 20
-
-
-def fio(device: str, rw: str, block: str, depth: int, seconds: float, *extra: str) -> Any:
-    """One direct-I/O fio job; its section for `rw`'s direction."""
-    cmd = [
-        "fio", "--output-format=json", "--name=j", f"--filename={device}", f"--rw={rw}",
-        f"--bs={block}", f"--iodepth={depth}", "--ioengine=libaio", "--direct=1",
-        "--ramp_time=1", f"--runtime={seconds:g}", "--time_based", *extra,
-    ]  # fmt: skip
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60, check=True)
-    return json.loads(done.stdout)["jobs"][0]["write" if "write" in rw else "read"]
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    """User plus system CPU seconds of `pids` (threads included)."""
-    total = 0.0
-    for pid in pids:
-        times = psutil.Process(pid).cpu_times()
-        total += times.user + times.system
-    return total
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,20 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         span = 256 * MIB
         for name, offset in (("outer", 0), ("inner", disk.size_bytes - span)):
             model = stream_mbps(disk.model, disk.size_bytes, offset, span)
-            box: dict[str, Any] = {}
-
-            def stream(where: int = offset, out: dict[str, Any] = box) -> None:
-                out["read"] = fio(disk.device, "read", "1M", 4, args.seconds,
-                                  f"--offset={where}", f"--size={span}")  # fmt: skip
-
-            worker = threading.Thread(target=stream)
-            worker.start()
-            time.sleep(1.5)  # past fio's ramp
-            before, started = cpu_seconds(pids), time.monotonic()
-            time.sleep(args.seconds - 1)
-            used = (cpu_seconds(pids) - before) / (time.monotonic() - started)
-            worker.join()
-            mbps = box["read"]["bw_bytes"] / 1e6
+            stream = partial(fio, disk.device, "read", "1M", 4, args.seconds,
+                             f"--offset={offset}", f"--size={span}")  # fmt: skip
+            read, used = with_cpu(pids, args.seconds, stream)
+            mbps = read["bw_bytes"] / 1e6
             print(f"sequential 1 MiB reads, {name} 256 MiB: {mbps:.1f} MB/s (model {model:.1f}),"
                   f" server CPU {used * 100:.1f} % of one core (nbdkit + nbdfuse)")  # fmt: skip
     return 0

@@ -37,7 +37,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from benchmarks.hdd_model import cpu_seconds
+from benchmarks.lab_measure import cpu_seconds
 
 DEFAULT_STATE = "/tmp/iotuner-bench-net-state"
 _RTT = re.compile(r"= [\d.]+/([\d.]+)/[\d.]+/([\d.]+) ms")

@@ -31,12 +31,10 @@ import math
 import os
 import subprocess
 import sys
-import threading
-import time
+from functools import partial
 from pathlib import Path
-from typing import Any
 
-from benchmarks.hdd_model import cpu_seconds, fio
+from benchmarks.lab_measure import fio, with_cpu
 
 DEFAULT_STATE = "/tmp/iotuner-bench-raid-state"
 SPAN = 256 << 20
@@ -129,19 +127,7 @@ def bus(seconds: float, state: str) -> None:
         devices = [d.device for d in lab.disks]
         pids = server_pids(state)
         for n in (1, 2, 3):
-            box: dict[str, Any] = {}
-
-            def run(out: dict[str, Any] = box, count: int = n) -> None:
-                out["r"] = streams(devices[:count], seconds)
-
-            worker = threading.Thread(target=run)
-            worker.start()
-            time.sleep(1.5)
-            before, started = cpu_seconds(pids), time.monotonic()
-            time.sleep(seconds - 1)
-            used = (cpu_seconds(pids) - before) / (time.monotonic() - started)
-            worker.join()
-            mbps, lat = box["r"]
+            (mbps, lat), used = with_cpu(pids, seconds, partial(streams, devices[:n], seconds))
             want = min(n * alone, rate)
             print(f"bus {rate:g} MB/s, {n} disk(s) streaming: {mbps:.1f} MB/s, model "
                   f"{want:.1f}, measured/model {mbps / want:.3f}, mean latency {lat:.1f} ms, "

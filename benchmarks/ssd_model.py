@@ -25,13 +25,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import threading
-import time
-from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any
 
-from benchmarks.hdd_model import cpu_seconds, fio
+from benchmarks.lab_measure import fio, with_cpu
 
 DEFAULT_STATE = "/tmp/iotuner-bench-ssd-state"
 SPEC = """
@@ -41,20 +38,6 @@ disks:
   - {name: z, size: 256MiB, model: {kind: ssd, read_us: 1, write_us: 1, mbps: 10000,
                                     channels: 16, route_us: 0}}
 """
-
-
-def with_cpu(pids: list[int], seconds: float, job: Callable[[], Any]) -> tuple[Any, float]:
-    """Run `job` (a fio run of `seconds` after a 1 s ramp); its result and the servers' CPU
-    share of one core over the measured seconds."""
-    box: dict[str, Any] = {}
-    worker = threading.Thread(target=lambda: box.setdefault("result", job()))
-    worker.start()
-    time.sleep(1.5)  # past fio's ramp
-    before, started = cpu_seconds(pids), time.monotonic()
-    time.sleep(max(0.5, seconds - 1))
-    used = (cpu_seconds(pids) - before) / (time.monotonic() - started)
-    worker.join()
-    return box["result"], used
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -97,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{read['iops'] / formula:.3f}")  # fmt: skip
         for depth in (2, model.channels, 2 * model.channels):
             read, cpu = with_cpu(
-                pids, seconds, lambda d=depth: fio(disk.device, "randread", "4k", d, seconds)
+                pids, seconds, partial(fio, disk.device, "randread", "4k", depth, seconds)
             )
             want = iops(model, 4096, depth)
             ratio = read["iops"] / want
