@@ -30,11 +30,7 @@ class RingSize(EthtoolSetting):
 
     def rings(self, sys: SysRoot, target: str) -> Rings:
         """Both rings as the driver reports them; TunableError when ethtool has none."""
-        text = self.output(sys, target)
-        rings = parse_rings(text)
-        if rings is None:
-            raise self.unsupported(target, text)
-        return rings
+        return self.parsed(sys, target, parse_rings)
 
     def read(self, sys: SysRoot, target: str) -> Value:
         """The ring's current size; TunableError when the driver shows n/a."""
