@@ -1,9 +1,14 @@
-"""Fixtures for the tunables: the small host of hostroot.py, and Tunables bound to it."""
+"""Fixtures for the tunables: the small host of hostroot.py, Tunables bound to it, and a loop
+device for the lab tests."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
+from tests.loopdev import loop_device
 from tests.sysfs_tree import SysTree
 from tests.tunables.hostroot import build_host
 from tuner.tunables.access import Tunables
@@ -19,3 +24,10 @@ def host(tree: SysTree) -> SysTree:
 def tunables(host: SysTree) -> Tunables:
     """Every tunable, bound to the small host."""
     return Tunables(host.root)
+
+
+@pytest.fixture
+def loop(state: Path) -> Iterator[str]:
+    """A loop device made for the test, journaled in the test's own state directory."""
+    with loop_device() as name:
+        yield name

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.loopdev import loop_device
 from tests.sysfs_tree import SysTree
 from tests.tunables.hostroot import switch_scheduler
 from tuner.tunables.access import Tunables
@@ -49,13 +47,6 @@ def test_dimensions_on_a_hard_disk(host: SysTree, tunables: Tunables) -> None:
     host.file("sys/block/sda/queue/iosched/slice_idle", 100)  # an administrator's 100 ms
     dim = SliceIdle().dimension(sys, "sda", SpaceContext())
     assert dim is not None and dim.high == 100, "the current value stays a point"
-
-
-@pytest.fixture
-def loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    monkeypatch.setenv("IOTUNER_STATE_DIR", str(tmp_path / "state"))
-    with loop_device() as name:
-        yield name
 
 
 def iosched(name: str, attr: str) -> Path:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.loopdev import loop_device
 from tests.sysfs_tree import SysTree
 from tuner.tunables.access import Tunables
 from tuner.tunables.domain import Dimension, SpaceContext
@@ -37,13 +35,6 @@ def test_dimensions_only_on_a_hard_disk(host: SysTree, tunables: Tunables) -> No
     )
     # A device whose queue the I/O does not pass (an md member's partition's disk elsewhere).
     assert FifoBatch().dimension(sys, "sda", SpaceContext(queued=frozenset())) is None
-
-
-@pytest.fixture
-def loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    monkeypatch.setenv("IOTUNER_STATE_DIR", str(tmp_path / "state"))
-    with loop_device() as name:
-        yield name
 
 
 @pytest.mark.lab

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.loopdev import loop_device
 from tests.sysfs_tree import SysTree
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import ABSENT, InvalidValue, TunableError
@@ -57,13 +55,6 @@ def test_searched_where_buffered_writes_meet_reads_or_a_hard_disk(
     disk = wbt.dimension(sys, "loop3", WRITER)
     assert disk is not None and 30000 in disk.choices, "the current value is a choice"
     assert wbt.dimension(sys, "loop3", SpaceContext(reads=True, writes=False)) is None
-
-
-@pytest.fixture
-def loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    monkeypatch.setenv("IOTUNER_STATE_DIR", str(tmp_path / "state"))
-    with loop_device() as name:
-        yield name
 
 
 @pytest.mark.lab

@@ -26,7 +26,6 @@ Point = dict[tuple[str, str], Value]
 APP = "app"
 HOST = "host"
 MIB = 1 << 20
-APP_KEYS = ("bs", "iodepth", "numjobs", "direct")
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,11 @@ def device_name(path: str) -> str:
     return os.path.basename(path) if path.startswith("/dev/") else path
 
 
+def gone_devices(devices: tuple[str, ...]) -> list[str]:
+    """Those of `devices` (kernel names) whose sysfs entry has disappeared."""
+    return [name for name in devices if not os.path.lexists(f"/sys/class/block/{name}")]
+
+
 def classify(path: str, output: str, devices: tuple[str, ...] = ()) -> str | None:
     """The fault behind a failed fio run on `path` (its `devices`' kernel names), None when
     fio failed for another reason (a bad job: BadInput's or the caller's business).
@@ -96,7 +101,7 @@ def classify(path: str, output: str, devices: tuple[str, ...] = ()) -> str | Non
     Gone before EIO: a device whose server went away answers EIO until its node goes, and
     then the node's absence is the truer account.
     """
-    if any(not os.path.lexists(f"/sys/class/block/{name}") for name in devices):
+    if gone_devices(devices):
         return GONE
     if not devices and path.startswith("/dev/") and not os.path.lexists(path):
         return GONE
@@ -113,9 +118,9 @@ _ON_FILE = re.compile(r"on file (/dev/[^\s:]+)")
 def faulty_device(output: str, what: str, devices: tuple[str, ...] = ()) -> str:
     """The device a fault names: a gone one of `devices`, else the file fio's error names
     (a job over several devices: bottleneck), else `what`."""
-    gone = [name for name in devices if not os.path.lexists(f"/sys/class/block/{name}")]
-    if gone:
-        return gone[0]
+    missing = gone_devices(devices)
+    if missing:
+        return missing[0]
     found = _ON_FILE.search(output)
     return device_name(found.group(1) if found else what)
 
@@ -134,7 +139,7 @@ def os_faults(path: str, devices: tuple[str, ...] = ()) -> Iterator[None]:
         kind = _OS_FAULTS.get(err.errno or 0)
         if kind is None:
             raise
-        if any(not os.path.lexists(f"/sys/class/block/{name}") for name in devices):
+        if gone_devices(devices):
             kind = GONE
         where = faulty_device("", err.filename or path, devices)
         raise TrialFault(where, kind, f"{err.strerror} on {err.filename or path}") from None

@@ -21,9 +21,6 @@ class SliceIdle(SchedulerParameter):
     same value in microseconds)."""
 
     key = "block.bfq_slice_idle"
-    scope = "device"
-    value_kind = "int"
-    persist = "udev"
     doc = "bfq: ms the disk waits for a stream's next request (0 = no idling)"
     attr = "slice_idle"
     scheduler = "bfq"
@@ -38,9 +35,6 @@ class LowLatency(SchedulerParameter):
     """bfq's low-latency heuristics, 0 or 1 (the kernel turns larger numbers into 1)."""
 
     key = "block.bfq_low_latency"
-    scope = "device"
-    value_kind = "int"
-    persist = "udev"
     doc = "bfq: favour interactive and soft real-time queues (1) or not (0)"
     attr = "low_latency"
     scheduler = "bfq"

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import re
 import shutil
-from typing import ClassVar
+from collections.abc import Callable
+from typing import ClassVar, TypeVar
 
 from probes.ethtool import failure
 from probes.hostfs import valid_ifname
 from tuner.tunables.base import KernelRead, Tunable, TunableError, Value
 from tuner.tunables.sysroot import CommandFailed, SysRoot
+
+T = TypeVar("T")
 
 _UDEV_SAFE_PATH = re.compile(r"/[A-Za-z0-9/._+-]{1,200}")
 """An executable path udev's RUN takes as it is: no quote, space, $ or % to escape."""
@@ -51,6 +54,15 @@ class EthtoolSetting(Tunable):
             where = "on this host" if sys.is_live else "in this capture"
             raise self.fail(target, f"no output of `ethtool {self.read_option} {target}` {where}")
         return text
+
+    def parsed(self, sys: SysRoot, target: str, parse: Callable[[str], T | None]) -> T:
+        """`ethtool READ IFACE`'s output as `parse` reads it; TunableError (`unsupported`)
+        when it reads nothing there."""
+        text = self.output(sys, target)
+        found = parse(text)
+        if found is None:
+            raise self.unsupported(target, text)
+        return found
 
     def unsupported(self, target: str, text: str) -> TunableError:
         """The driver's refusal, or ethtool's output that could not be parsed, as one line."""

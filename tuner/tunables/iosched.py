@@ -31,6 +31,9 @@ INT_MAX = 2**31 - 1
 class SchedulerParameter(MayBeAbsent):
     """One integer file in queue/iosched/ of one scheduler."""
 
+    scope = "device"
+    value_kind = "int"
+    persist = "udev"
     scheduler: ClassVar[str]
     """The scheduler whose parameter this is ("bfq", "mq-deadline")."""
     default: ClassVar[int]

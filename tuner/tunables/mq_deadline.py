@@ -20,9 +20,6 @@ class FifoBatch(SchedulerParameter):
     """Requests dispatched in one sorted batch (the kernel keeps 0 to INT_MAX)."""
 
     key = "block.deadline_fifo_batch"
-    scope = "device"
-    value_kind = "int"
-    persist = "udev"
     doc = "mq-deadline: requests dispatched in one sorted batch"
     attr = "fifo_batch"
     scheduler = "mq-deadline"
@@ -39,9 +36,6 @@ class ReadExpire(SchedulerParameter):
     HZ=250): the engine reports that as the kernel's adjustment."""
 
     key = "block.deadline_read_expire"
-    scope = "device"
-    value_kind = "int"
-    persist = "udev"
     doc = "mq-deadline: ms a read waits before it is served out of order"
     attr = "read_expire"
     scheduler = "mq-deadline"

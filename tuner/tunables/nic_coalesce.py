@@ -31,11 +31,7 @@ class CoalesceUsecs(EthtoolSetting):
 
     def params(self, sys: SysRoot, target: str) -> dict[str, int | None]:
         """Every numeric parameter `ethtool -c` shows; TunableError when it shows none."""
-        text = self.output(sys, target)
-        found = parse_coalesce(text)
-        if found is None:
-            raise self.unsupported(target, text)
-        return found
+        return self.parsed(sys, target, parse_coalesce)
 
     def read(self, sys: SysRoot, target: str) -> Value:
         """The delay in µs; TunableError when the driver shows n/a (does not support it)."""

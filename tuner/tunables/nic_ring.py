@@ -27,15 +27,10 @@ class RingSize(EthtoolSetting):
     read_option = "-g"
     write_option = "-G"
     section = "Current hardware settings:"
-    direction: ClassVar[str]
 
     def rings(self, sys: SysRoot, target: str) -> Rings:
         """Both rings as the driver reports them; TunableError when ethtool has none."""
-        text = self.output(sys, target)
-        rings = parse_rings(text)
-        if rings is None:
-            raise self.unsupported(target, text)
-        return rings
+        return self.parsed(sys, target, parse_rings)
 
     def read(self, sys: SysRoot, target: str) -> Value:
         """The ring's current size; TunableError when the driver shows n/a."""
@@ -69,9 +64,9 @@ class RingSize(EthtoolSetting):
         found: list[tuple[str, Value]] = []
         current, high = rings.current.get(self.shown_field), rings.maximum.get(self.shown_field)
         if current is not None:
-            found.append((f"ring_{self.direction}", current))
+            found.append((f"ring_{self.field}", current))
         if high is not None:
-            found.append((f"ring_{self.direction}_max", high))
+            found.append((f"ring_{self.field}_max", high))
         return tuple(found)
 
     def dimension(self, sys: SysRoot, target: str, context: SpaceContext) -> Dimension | None:
@@ -93,7 +88,6 @@ class RingRx(RingSize):
     doc = "receive ring size in descriptors (ethtool -G IFACE rx N)"
     field = "rx"
     shown_field = "RX"
-    direction = "rx"
     current_fact = "ring_rx"
     facts: ClassVar[dict[str, str]] = {
         "ring_rx": "receive ring size, descriptors (ethtool -g)",
@@ -108,7 +102,6 @@ class RingTx(RingSize):
     doc = "transmit ring size in descriptors (ethtool -G IFACE tx N)"
     field = "tx"
     shown_field = "TX"
-    direction = "tx"
     current_fact = "ring_tx"
     facts: ClassVar[dict[str, str]] = {
         "ring_tx": "transmit ring size, descriptors (ethtool -g)",

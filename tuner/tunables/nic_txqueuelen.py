@@ -11,6 +11,7 @@ from typing import ClassVar
 
 from tuner.tunables.base import UINT_MAX, Pending, Tunable, Value
 from tuner.tunables.domain import Dimension, SpaceContext
+from tuner.tunables.nic import InterfaceAttribute
 from tuner.tunables.sysroot import SysRoot
 
 SEARCH_LOW = 100
@@ -20,45 +21,21 @@ Gb/s for 120 ms in 1500-byte frames is about 100,000 packets). A current value o
 kept inside."""
 
 
-class TxQueueLen(Tunable):
-    """The transmit queue length of one network interface."""
+class TxQueueLen(InterfaceAttribute):
+    """The transmit queue length of one network interface, in packets."""
 
     key = "nic.txqueuelen"
-    scope = "nic"
-    value_kind = "int"
-    persist = "udev"
     doc = "transmit queue length in packets (/sys/class/net/IFACE/tx_queue_len)"
+    attr = "tx_queue_len"
     current_fact = "txqueuelen"
     facts: ClassVar[dict[str, str]] = {
         "txqueuelen": "transmit queue length, packets (tx_queue_len)"
     }
 
-    def rel(self, sys: SysRoot, target: str) -> str:
-        """The interface's tx_queue_len attribute, after checking the interface exists."""
-        if "/" in target or not target or not sys.exists(f"sys/class/net/{target}"):
-            raise self.gone(target, f"no such interface ({sys.shown(f'sys/class/net/{target}')})")
-        return f"sys/class/net/{target}/tx_queue_len"
-
-    def read(self, sys: SysRoot, target: str) -> Value:
-        """The queue length in packets."""
-        return self.read_int(sys, target, self.rel(sys, target))
-
     def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
         """0 to UINT_MAX: net/core/dev.c dev_change_tx_queue_len refuses more with ERANGE."""
         self.rel(sys, target)
         return self.in_range(target, value, 0, UINT_MAX)
-
-    def write(self, sys: SysRoot, target: str, value: Value) -> None:
-        """Write the queue length."""
-        self.write_attr(sys, target, self.rel(sys, target), str(value))
-
-    def kernel_path(self, sys: SysRoot, target: str) -> str:
-        """/sys/class/net/IFACE/tx_queue_len."""
-        return sys.shown(self.rel(sys, target))
-
-    def udev_assignment(self, value: Value) -> str:
-        """ATTR{tx_queue_len}="VALUE"."""
-        return f'ATTR{{tx_queue_len}}="{value}"'
 
     def dimension(self, sys: SysRoot, target: str, context: SpaceContext) -> Dimension | None:
         """SEARCH_LOW to SEARCH_HIGH, log scale, the current value inside; None for a queue of

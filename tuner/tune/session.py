@@ -244,11 +244,11 @@ class Tune:
                 break
             told = guards.policy(measured.flags)
             if told is None and self.objective.score(measured) < SLOW_BELOW * base_mean:
+                # _better_of keeps an honest trial, so `told` stays None.
                 try:
                     measured = self._better_of(measured, self.measure(point, AGAIN))
                 except DevicesBusy as err:
                     reason = f"stopped early: {err}"  # the first trial still counts
-            told = guards.policy(measured.flags)
             if told is None:
                 value = self.value(measured)
                 honest.append(value)
