@@ -20,24 +20,24 @@ from tuner.tunables.nic_txqueuelen import NIC_TXQUEUELEN_TUNABLES
 from tuner.tunables.sysctl import SYSCTL_TUNABLES
 from tuner.tunables.wbt import WBT_TUNABLES
 
-IMPLEMENTATIONS: dict[str, Tunable] = {
-    t.key: t
-    for t in (
-        *BLOCK_TUNABLES,
-        # After the block queue keys, so the lab rows' spaces (and the seeded draws over them)
-        # stay as they were where these have no dimension.
-        *WBT_TUNABLES,
-        *BFQ_TUNABLES,
-        *MQ_DEADLINE_TUNABLES,
-        *SYSCTL_TUNABLES,
-        *NIC_TUNABLES,
-        *NIC_RING_TUNABLES,
-        *NIC_COALESCE_TUNABLES,
-        *NIC_TXQUEUELEN_TUNABLES,
-        *IRQ_TUNABLES,
-        *CPU_TUNABLES,
-    )
-}
+_ALL: tuple[Tunable, ...] = (
+    *BLOCK_TUNABLES,
+    # After the block queue keys, so the lab rows' spaces (and the seeded draws over them)
+    # stay as they were where these have no dimension.
+    *WBT_TUNABLES,
+    *BFQ_TUNABLES,
+    *MQ_DEADLINE_TUNABLES,
+    *SYSCTL_TUNABLES,
+    *NIC_TUNABLES,
+    *NIC_RING_TUNABLES,
+    *NIC_COALESCE_TUNABLES,
+    *NIC_TXQUEUELEN_TUNABLES,
+    *IRQ_TUNABLES,
+    *CPU_TUNABLES,
+)
+IMPLEMENTATIONS: dict[str, Tunable] = {t.key: t for t in _ALL}
+if len(IMPLEMENTATIONS) != len(_ALL):  # pragma: no cover - a programming error
+    raise RuntimeError("two tunables declare the same key")
 
 APPLY_ORDER = ("block.scheduler", "block.max_sectors_kb")
 """Keys written before the others of a batch, in this order. A new scheduler resets nr_requests
