@@ -267,8 +267,10 @@ def test_disk_to_disk_is_capped_by_the_slowest_part(state: Path) -> None:
           f"disk to disk {both.received_mbit:.1f} (committed {both.committed_mbit:.1f}), "
           f"{both.received_mbit / slowest:.3f} of the slowest")  # fmt: skip
     assert both.kind == "disk-to-disk"
-    # Measured 0.945-0.999 of the write alone (docs/lab.md): within 8 %.
-    assert abs(to_disk.received_mbit - write) <= 0.08 * write
+    # Capped by the disk, not the path: measured 0.945-0.999 of the write alone on a quiet
+    # machine and 0.911 in a CI run (docs/lab.md), so 0.85-1.08 of it, and far below the path.
+    assert 0.85 * write <= to_disk.received_mbit <= 1.08 * write
+    assert to_disk.received_mbit < 0.6 * path
     # Above by at most the page cache the dirty limit lets it fill (its committed rate is lower).
     assert 0.9 * slowest <= both.received_mbit <= 1.1 * slowest
     lab_down()
