@@ -195,9 +195,7 @@ def test_tcp_settings_and_a_malformed_tcp_rmem(tree: SysTree) -> None:
             "tcp_available_congestion_control": "reno cubic bbr",
         },
     )
-    tree.files(
-        "proc/sys/net/core", {"rmem_max": 212992, "wmem_max": "lots", "default_qdisc": "fq"}
-    )
+    tree.files("proc/sys/net/core", {"rmem_max": 212992, "wmem_max": "lots", "default_qdisc": "fq"})
     fs = HostFS(tree.root)
     tcp = probe_net(fs)[1]
     assert tcp.tcp_rmem is None
