@@ -2,7 +2,7 @@
 
 Reads: sys/class/net/* (links) and, for each interface, {mtu,speed,address,operstate},
 device/driver, queues/; proc/sys/net/ipv4/{tcp_rmem,tcp_wmem,tcp_congestion_control,
-tcp_available_congestion_control}, proc/sys/net/core/{rmem_max,wmem_max}.
+tcp_available_congestion_control}, proc/sys/net/core/{rmem_max,wmem_max,default_qdisc}.
 """
 
 from __future__ import annotations
@@ -121,6 +121,7 @@ def probe_tcp(fs: HostFS) -> TcpSettings:
         wmem_max=fs.read_int(f"{CORE}/wmem_max"),
         congestion_control=fs.read(f"{IPV4}/tcp_congestion_control") or None,
         available_congestion_control=tuple(available.split()) if available else (),
+        default_qdisc=fs.read(f"{CORE}/default_qdisc") or None,
     )
 
 

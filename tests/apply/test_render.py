@@ -130,6 +130,25 @@ def test_both_halves_of_a_dirty_pair_are_refused(host: SysTree) -> None:
         render(both, root=host.root)
 
 
+def test_a_setting_inside_a_network_namespace_is_refused_as_runtime_only(
+    host: SysTree, tmp_path: Path
+) -> None:
+    """apply persists (sysctl.d, read by the host at boot); a namespace does not outlive a
+    reboot, so the plan entry is refused in one line saying where the setting belongs."""
+    before = tree_digest(host.root)
+    entry = ("net.ipv4.tcp_rmem", "netns:iotuner-wan-receiver", [4096, 87380, 33554432])
+    with pytest.raises(BadInput) as err:
+        render(plan(entry), plan_path="p.yaml", root=host.root, conf_root=tmp_path / "conf")
+    assert str(err.value) == (
+        "p.yaml: entries[0] (net.ipv4.tcp_rmem on netns:iotuner-wan-receiver): runtime only: "
+        "network namespace iotuner-wan-receiver does not outlive a reboot, so apply cannot "
+        "persist net.ipv4.tcp_rmem in it; set it where the namespace is created "
+        "(ip netns exec iotuner-wan-receiver sysctl -w net.ipv4.tcp_rmem=...)"
+    )
+    assert err.value.exit_code == 2
+    assert tree_digest(host.root) == before and not (tmp_path / "conf").exists()
+
+
 # -- rendering by construction (issue 17) ------------------------------------------------------
 
 

@@ -66,6 +66,7 @@ def test_tcp_buffers_and_bdp_from_the_options() -> None:
         wmem_max=4194304,
         congestion_control="cubic",
         available_congestion_control=("reno", "cubic"),
+        default_qdisc="pfifo_fast",
     )
     facts = host_facts(Host(tcp=tcp), FactOptions(link_gbps=10, rtt_ms=100))
     assert (facts["tcp_rmem_max"], facts["tcp_wmem_max"]) == (4194304, 4194304)
@@ -75,6 +76,7 @@ def test_tcp_buffers_and_bdp_from_the_options() -> None:
         "reno,cubic",
     )
     assert facts["bbr_available"] is False
+    assert facts["default_qdisc"] == "pfifo_fast"
     unknown = host_facts(Host())
     assert (unknown["bdp_bytes"], unknown["bbr_available"], unknown["tcp_rmem_max"]) == (
         None,

@@ -195,7 +195,7 @@ def test_tcp_settings_and_a_malformed_tcp_rmem(tree: SysTree) -> None:
             "tcp_available_congestion_control": "reno cubic bbr",
         },
     )
-    tree.files("proc/sys/net/core", {"rmem_max": 212992, "wmem_max": "lots"})
+    tree.files("proc/sys/net/core", {"rmem_max": 212992, "wmem_max": "lots", "default_qdisc": "fq"})
     fs = HostFS(tree.root)
     tcp = probe_net(fs)[1]
     assert tcp.tcp_rmem is None
@@ -203,6 +203,7 @@ def test_tcp_settings_and_a_malformed_tcp_rmem(tree: SysTree) -> None:
     assert (tcp.rmem_max, tcp.wmem_max) == (212992, None)
     assert tcp.congestion_control == "bbr"
     assert tcp.available_congestion_control == ("reno", "cubic", "bbr")
+    assert tcp.default_qdisc == "fq"
     assert any(w.startswith(f"{IPV4}/tcp_rmem:") and "three integers" in w for w in fs.warnings)
     assert any(w.startswith("proc/sys/net/core/wmem_max:") for w in fs.warnings)
 

@@ -35,6 +35,7 @@ SYSCTLS: dict[str, str | int] = {
     "net/ipv4/tcp_wmem": "4096\t16384\t4194304",
     "net/core/rmem_max": 212992,
     "net/core/wmem_max": 212992,
+    "net/core/default_qdisc": "pfifo_fast",
     "net/ipv4/tcp_congestion_control": "cubic",
     "net/ipv4/tcp_available_congestion_control": "reno cubic",
 }

@@ -19,6 +19,7 @@ import pytest
 
 from tests.cli import iotuner
 from tests.loopdev import loop_device
+from tests.netns import host_sysctl, network_namespace, sysctl_in
 from tests.sysfs_tree import SysTree
 from tuner.process import process_start_time
 from tuner.tunables.access import Tunables
@@ -244,4 +245,37 @@ def test_sigterm_and_ctrl_c_restore_by_themselves(
     assert stderr.strip() == f"iotuner: {signal.Signals(signo).name}, restored 3 setting(s)"
     assert read_all("/", settings) == before
     with Journal() as journal:
+        assert journal.open_changes() == []
+
+
+# -- killed while a network namespace's sysctl is changed --------------------------------------
+
+
+@pytest.mark.lab
+def test_kill_9_then_rollback_puts_a_namespace_value_back(state: Path) -> None:
+    """The journal keeps the netns:NAME target; rollback enters the namespace again."""
+    key = "net.ipv4.tcp_rmem"
+    with network_namespace() as name:
+        before = sysctl_in(name, key)
+        host_before = host_sysctl(key)
+        proc = child("/", "sleep", f"{key}=netns:{name}=4096 87380 174760")
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait() == -signal.SIGKILL
+        assert sysctl_in(name, key) == "4096 87380 174760", "nothing restored it yet"
+        result = iotuner("rollback")
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.count("restored ") == 1
+        assert sysctl_in(name, key) == before
+        assert host_sysctl(key) == host_before
+
+
+@pytest.mark.lab
+def test_a_namespace_deleted_after_kill_9_is_closed_as_gone(state: Path) -> None:
+    """Deleting the namespace took its value with it: nothing is left to restore."""
+    with network_namespace() as name:
+        child("/", "exit", f"net.ipv4.tcp_wmem=netns:{name}=4096 16384 131072").wait()
+    with Journal() as journal:
+        (result,) = recover(engine_factory(journal), journal)
+        assert result.outcome == "gone"
+        assert f"no network namespace {name}" in result.message
         assert journal.open_changes() == []

@@ -30,6 +30,7 @@ from tuner.plan import Plan, check_plan
 from tuner.tunables.access import Tunables, format_value
 from tuner.tunables.base import TunableError, Value
 from tuner.tunables.engine import conflict
+from tuner.tunables.netns import namespace_of
 from tuner.tunables.registry import TUNABLES
 from tuner.tunables.table import IMPLEMENTATIONS, apply_rank
 
@@ -107,6 +108,9 @@ def render(
         if entry.key not in TUNABLES:
             raise bad("unknown tunable (see `iotuner rules list` and docs/plan-format.md)")
         target = _target(tunables, entry.key, entry.target)
+        namespace = namespace_of(target)
+        if namespace is not None:
+            raise bad(runtime_only(entry.key, namespace))
         why = conflict(entry.key, target, batch)
         if why:
             raise bad(why)
@@ -127,6 +131,17 @@ def render(
         )
     files = _files(plan, live, identities, Path(conf_root))
     return Rendered(plan, files, tuple(live), identities)
+
+
+def runtime_only(key: str, namespace: str) -> str:
+    """Why apply refuses a setting inside a network namespace, in one line: apply's values
+    outlive a reboot (sysctl.d), and the namespace does not; whatever creates it again is
+    where the setting belongs."""
+    return (
+        f"runtime only: network namespace {namespace} does not outlive a reboot, so apply "
+        f"cannot persist {key} in it; set it where the namespace is created "
+        f"(ip netns exec {namespace} sysctl -w {key}=...)"
+    )
 
 
 def _target(tunables: Tunables, key: str, target: str) -> str:

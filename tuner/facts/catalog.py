@@ -51,6 +51,7 @@ FACTS: dict[str, dict[str, str]] = {
         "congestion_control": "net.ipv4.tcp_congestion_control",
         "available_congestion_control": "available algorithms, comma-separated",
         "bbr_available": "True when bbr is among the available algorithms",
+        "default_qdisc": "net.core.default_qdisc (the qdisc new interfaces get)",
         "link_gbps": "path rate from --link-gbps (None when not given)",
         "rtt_ms": "round-trip time from --rtt-ms (None when not given)",
         "bdp_bytes": "bandwidth-delay product from --link-gbps and --rtt-ms",
@@ -207,7 +208,7 @@ _SYSCTL_FACTS = (
     "tcp_rmem_max", "tcp_wmem_max", "rmem_max", "wmem_max", "congestion_control",
     "available_congestion_control", "dirty_ratio", "dirty_background_ratio", "dirty_bytes",
     "dirty_background_bytes", "dirty_limit_bytes", "dirty_background_limit_bytes",
-    "dirty_expire_centisecs",
+    "dirty_expire_centisecs", "default_qdisc",
 )  # fmt: skip
 _PCIE_FACTS = (
     "link_speed_gts", "link_width", "link_max_speed_gts", "link_max_width", "link_mbps",

@@ -67,6 +67,7 @@ def tcp_facts(ix: TopologyIndex) -> dict[str, object]:
         "congestion_control": tcp.congestion_control,
         "available_congestion_control": ",".join(available) if available else None,
         "bbr_available": "bbr" in available if available else None,
+        "default_qdisc": tcp.default_qdisc,
     }
 
 

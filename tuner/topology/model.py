@@ -384,6 +384,7 @@ class TcpSettings:
     wmem_max: int | None = None
     congestion_control: str | None = None
     available_congestion_control: tuple[str, ...] = ()
+    default_qdisc: str | None = None
 
 
 @dataclass(frozen=True)

@@ -346,6 +346,7 @@ def _tcp_table(topology: Topology) -> RenderableType:
         ("net.core.wmem_max", _size_and_bytes(tcp.wmem_max)),
         ("net.ipv4.tcp_congestion_control", tcp.congestion_control),
         ("available", " ".join(tcp.available_congestion_control) or None),
+        ("net.core.default_qdisc", tcp.default_qdisc),
     ]
     known = [(key, value) for key, value in rows if value is not None]
     if not known:

@@ -95,6 +95,9 @@ class Tunable:
     line) or "unit" (an argument of iotuner-boot.service, resolved again at boot)."""
     doc: ClassVar[str]
     """One line for `iotuner rules list`, the plan format and the manual."""
+    netns: ClassVar[bool] = False
+    """True for a host sysctl the kernel keeps per network namespace: besides "host", its
+    target may be `netns:NAME` (tuner/tunables/netns.py), read and written inside NAME."""
     coupled: ClassVar[tuple[str, ...]] = ()
     read_kind: ClassVar[str] = "int"
     """How verify normalises the kernel file before comparing (KernelRead.kind)."""

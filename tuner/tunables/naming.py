@@ -3,14 +3,16 @@
 A target ends up in sysfs paths, udev rules, a systemd unit's command line and on the terminal,
 so it is held to the names the kernel itself gives: a block device's kernel name (optionally
 /dev/), an interface name of at most 15 characters, a PCI function's address, or "host" for
-the host-wide keys (sysctls, the cpufreq governor). Anything else, a newline, a quote, a
-bracket of rich markup, is refused here whatever it would have matched later.
+the host-wide keys (sysctls, the cpufreq governor), or, for the sysctls the kernel keeps per
+network namespace, `netns:NAME` (tuner/tunables/netns.py). Anything else, a newline, a quote,
+a bracket of rich markup, is refused here whatever it would have matched later.
 """
 
 from __future__ import annotations
 
 import re
 
+from tuner.tunables.netns import PREFIX, name_problem
 from tuner.tunables.registry import TUNABLES
 
 HOST = "host"
@@ -34,10 +36,20 @@ _PATTERNS: dict[str, tuple[re.Pattern[str], str]] = {
 
 def target_problem(key: str, target: object) -> str | None:
     """Why `target` cannot name a target of `key`, or None; the key must be in TUNABLES."""
-    scope = TUNABLES[key].scope
+    spec = TUNABLES[key]
+    scope = spec.scope
     if scope == "host":
         if target == HOST:
             return None
+        if isinstance(target, str) and target.startswith(PREFIX):
+            if not spec.netns:
+                return (
+                    f"{key} is not kept per network namespace (a namespace shares the "
+                    f"host's value and cannot write it): write target: {HOST}"
+                )
+            return name_problem(target)
+        if spec.netns:
+            return f"write target: {HOST}, or {PREFIX}NAME for the network namespace NAME"
         return f"{key} applies to the whole host: write target: {HOST}"
     pattern, what = _PATTERNS[scope]
     if not isinstance(target, str) or not pattern.fullmatch(target):

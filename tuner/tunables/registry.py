@@ -14,16 +14,18 @@ from tuner.tunables.table import IMPLEMENTATIONS
 
 @dataclass(frozen=True)
 class TunableSpec:
-    """What a key means: scope is device, host, irq or nic; persist names the mechanism."""
+    """What a key means: scope is device, host, irq or nic; persist names the mechanism;
+    netns says a host key may also target one network namespace (`netns:NAME`)."""
 
     key: str
     scope: str
     kind: str  # int, choice, triple (three ints), cpus
     persist: str
     doc: str
+    netns: bool = False
 
 
 TUNABLES: dict[str, TunableSpec] = {
-    key: TunableSpec(key, t.scope, t.value_kind, t.persist, t.doc)
+    key: TunableSpec(key, t.scope, t.value_kind, t.persist, t.doc, t.netns)
     for key, t in IMPLEMENTATIONS.items()
 }

@@ -1,8 +1,13 @@
 """Host-wide sysctls: vm.dirty_* writeback thresholds and the net.* socket buffer settings.
 
-The target of a host tunable names the host ("host", or its name in a plan) and is not used
-otherwise. Each key lives at /proc/sys/<key with dots as slashes>. Bounds are the kernel's own
-(mm/page-writeback.c, net/core/sysctl_net_core.c, net/ipv4/sysctl_net_ipv4.c).
+The target of a host tunable names the host ("host") and is not used otherwise. Each key lives
+at /proc/sys/<key with dots as slashes>. Bounds are the kernel's own (mm/page-writeback.c,
+net/core/sysctl_net_core.c, net/ipv4/sysctl_net_ipv4.c).
+
+tcp_rmem, tcp_wmem and tcp_congestion_control are kept per network namespace (`netns = True`):
+their target may also be `netns:NAME`, and the value is then read and written inside NAME
+(SysRoot.netns_read / netns_write). rmem_max and wmem_max are not: a namespace reads the
+host's and cannot write them (0444 inside one on Linux 6.18), so they take "host" only.
 """
 
 from __future__ import annotations
@@ -13,27 +18,54 @@ from typing import ClassVar
 
 from tuner.tunables.base import ULONG_MAX, Pending, Tunable, TunableError, Value
 from tuner.tunables.domain import Dimension, SpaceContext, widened
-from tuner.tunables.sysroot import SysRoot
+from tuner.tunables.netns import NETNS_DIR, namespace_of
+from tuner.tunables.sysroot import CommandFailed, NamespaceGone, SysRoot
 
 INT_MAX = 2**31 - 1
 MIB = 1 << 20
 
 
 class Sysctl(Tunable):
-    """One /proc/sys file."""
+    """One /proc/sys file: the host's, or a network namespace's for a `netns:NAME` target."""
 
     def rel(self) -> str:
         """The key's path below the root."""
         return "proc/sys/" + self.key.replace(".", "/")
 
+    def text(self, sys: SysRoot, target: str, key: str | None = None) -> str:
+        """What the sysctl `key` (this tunable's own by default) holds for `target`: the
+        host's file, or inside the namespace a `netns:NAME` target names."""
+        key = key or self.key
+        name = namespace_of(target)
+        if name is None:
+            return self.read_attr(sys, target, "proc/sys/" + key.replace(".", "/"))
+        try:
+            return sys.netns_read(name, key)
+        except NamespaceGone as err:
+            raise self.gone(target, str(err)) from None
+        except CommandFailed as err:
+            raise self.fail(target, str(err)) from None
+
     def write(self, sys: SysRoot, target: str, value: Value) -> None:
-        """Write the value (a triple as three words)."""
+        """Write the value (a triple as three words), inside the namespace for netns:NAME."""
         text = " ".join(map(str, value)) if isinstance(value, tuple) else str(value)
-        self.write_attr(sys, target, self.rel(), text)
+        name = namespace_of(target)
+        if name is None:
+            self.write_attr(sys, target, self.rel(), text)
+            return
+        try:
+            sys.netns_write(name, self.key, text)
+        except NamespaceGone as err:
+            raise self.gone(target, str(err)) from None
+        except CommandFailed as err:
+            raise self.fail(target, str(err)) from None
 
     def kernel_path(self, sys: SysRoot, target: str) -> str:
-        """/proc/sys/... for the key."""
-        return sys.shown(self.rel())
+        """/proc/sys/... for the key; for netns:NAME, the command that shows it there."""
+        name = namespace_of(target)
+        if name is None:
+            return sys.shown(self.rel())
+        return f"nsenter --net={sys.shown(f'{NETNS_DIR}/{name}')} sysctl -n {self.key}"
 
 
 class IntSysctl(Sysctl):
@@ -44,11 +76,17 @@ class IntSysctl(Sysctl):
 
     def read(self, sys: SysRoot, target: str) -> Value:
         """The value as an int."""
-        return self.read_int(sys, target, self.rel())
+        text = self.text(sys, target)
+        try:
+            return int(text)
+        except ValueError:
+            raise self.fail(
+                target, f"{self.kernel_path(sys, target)} holds {text[:40]!r}, not an integer"
+            ) from None
 
     def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
         """An int within the bounds (checked on a host that has the key)."""
-        self.read_attr(sys, target, self.rel())
+        self.text(sys, target)
         return self.in_range(target, value, self.low, self.high)
 
 
@@ -255,13 +293,14 @@ class TcpMem(Sysctl):
 
     def read(self, sys: SysRoot, target: str) -> Value:
         """The triple as a tuple of three ints."""
-        text = self.read_attr(sys, target, self.rel())
+        text = self.text(sys, target)
         try:
             values = tuple(int(word) for word in text.split())
         except ValueError:
             values = ()
         if len(values) != 3:
-            raise self.fail(target, f"{sys.shown(self.rel())} holds {text[:40]!r}, not 3 ints")
+            shown = self.kernel_path(sys, target)
+            raise self.fail(target, f"{shown} holds {text[:40]!r}, not 3 ints")
         return values
 
     def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
@@ -292,6 +331,7 @@ class TcpRmem(TcpMem):
     value_kind = "triple"
     persist = "sysctl"
     doc = "TCP receive buffer min/def/max"
+    netns = True
 
 
 class TcpWmem(TcpMem):
@@ -302,6 +342,7 @@ class TcpWmem(TcpMem):
     value_kind = "triple"
     persist = "sysctl"
     doc = "TCP send buffer min/def/max"
+    netns = True
 
 
 class CongestionControl(Sysctl):
@@ -314,14 +355,27 @@ class CongestionControl(Sysctl):
     doc = "TCP congestion"
     current_fact = "congestion_control"
     read_kind = "name"
+    netns = True
 
     def read(self, sys: SysRoot, target: str) -> Value:
         """The algorithm's name."""
-        return self.read_attr(sys, target, self.rel())
+        return self.text(sys, target)
 
     def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
-        """A name in tcp_available_congestion_control."""
+        """A name in tcp_available_congestion_control; inside a namespace, one of
+        tcp_allowed_congestion_control (tcp_set_default_congestion_control refuses any other
+        algorithm there with EPERM)."""
         name = self.as_name(target, value)
+        if namespace_of(target) is not None:
+            allowed = self.text(sys, target, "net.ipv4.tcp_allowed_congestion_control").split()
+            if name not in allowed:
+                raise self.invalid(
+                    target,
+                    f"{name!r} is not allowed inside a network namespace (allowed: "
+                    f"{', '.join(allowed)}; add it to net.ipv4.tcp_allowed_congestion_control "
+                    "on the host)",
+                )
+            return name
         rel = "proc/sys/net/ipv4/tcp_available_congestion_control"
         available = self.read_attr(sys, target, rel).split()
         if name not in available:

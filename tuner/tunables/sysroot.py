@@ -8,12 +8,17 @@ way and then write the leaf in one `write(2)`, as the kernel's attribute files e
 What only a command shows or changes (a NIC's rings and coalescing, `ethtool -g` / `-G`) goes
 the same way: `command` reads through HostFS (run live, or the captured output elsewhere), and
 `run` changes it, on the live host only.
+
+A sysctl the kernel keeps per network namespace is read and written inside the namespace by a
+child: `nsenter --net=/run/netns/NAME -- sysctl ...` (`netns_read`, `netns_write`), an
+allow-listed argv with no shell, a timeout and a bound on what it prints, on the live host only.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -22,6 +27,7 @@ from pathlib import Path
 
 from probes.host_root import LIVE_ROOT
 from probes.hostfs import HostFS, digits, valid_ifname
+from tuner.tunables.netns import NETNS_DIR, valid_name
 
 LinkLimits = Callable[[str], tuple[int | None, int | None]]
 """An interface name -> (min_mtu, max_mtu), either None where unknown."""
@@ -36,8 +42,30 @@ WRITE_TIMEOUT = 30.0
 (mlx5, ice) take seconds to bring them back."""
 
 
+NETNS_SYSCTLS: dict[str, bool] = {
+    "net.ipv4.tcp_rmem": True,
+    "net.ipv4.tcp_wmem": True,
+    "net.ipv4.tcp_congestion_control": True,
+    "net.ipv4.tcp_allowed_congestion_control": False,
+}
+"""The sysctls `netns_read` reads inside a namespace, and whether `netns_write` may set them."""
+_NETNS_VALUE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_ ]{0,63}")
+"""What a namespace's sysctl is set to: up to three numbers, or an algorithm's name."""
+NETNS_TIMEOUT = 10.0
+"""Seconds entering a namespace and reading or writing one sysctl may take (milliseconds
+normally; a stuck /proc or a hung nsenter must not hang a tune)."""
+MAX_NETNS_OUTPUT = 4096
+"""The most `sysctl -n` may print for one key: a kernel file of a few words."""
+SAFE_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+"""Where the commands are looked up, whatever PATH the caller has."""
+
+
 class CommandFailed(OSError):
     """A write command refused, failed, or not run here; its message says why in one line."""
+
+
+class NamespaceGone(CommandFailed):
+    """The network namespace a target names is not (or no longer) under /run/netns."""
 
 
 class SysRoot:
@@ -89,26 +117,40 @@ class SysRoot:
         shown = " ".join(argv)
         if not self.is_live:
             raise CommandFailed(f"{shown}: commands run on the live host only")
-        program = shutil.which(argv[0])
-        if program is None:
-            raise CommandFailed(f"{shown}: {argv[0]} is not installed")
-        try:
-            done = subprocess.run(
-                [program, *argv[1:]],
-                capture_output=True,
-                stdin=subprocess.DEVNULL,
-                timeout=WRITE_TIMEOUT,
-                env={"LC_ALL": "C", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise CommandFailed(f"{shown}: no answer in {WRITE_TIMEOUT:.0f} s") from None
-        except OSError as err:
-            raise CommandFailed(f"{shown}: {err.strerror}") from None
-        if done.returncode != 0:
-            said = (done.stderr or done.stdout).decode("utf-8", errors="replace").strip()
-            first = said.splitlines()[-1][:120] if said else f"exit status {done.returncode}"
-            raise CommandFailed(f"{shown}: {first}")
+        _child(shown, [_program(shown, argv[0]), *argv[1:]], WRITE_TIMEOUT)
+
+    def netns_read(self, name: str, key: str) -> str:
+        """One sysctl of NETNS_SYSCTLS as namespace `name` holds it (`sysctl -n KEY` run
+        inside it), stripped. NamespaceGone when /run/netns/NAME is not there, CommandFailed
+        (one line) for anything else: not allowed, not the live host, no answer, refused."""
+        shown = f"sysctl -n {key} in netns {name}"
+        if key not in NETNS_SYSCTLS:
+            raise CommandFailed(f"not an allowed namespace read: {shown[:80]!r}")
+        return self._in_netns(name, shown, ["-n", key])
+
+    def netns_write(self, name: str, key: str, text: str) -> None:
+        """Set one writable sysctl of NETNS_SYSCTLS inside namespace `name` (`sysctl -q -w
+        KEY=TEXT` run inside it); the errors of `netns_read`."""
+        shown = f"sysctl -w {key}={text} in netns {name}"
+        if not NETNS_SYSCTLS.get(key) or not _NETNS_VALUE.fullmatch(text):
+            raise CommandFailed(f"not an allowed namespace write: {shown[:80]!r}")
+        self._in_netns(name, shown, ["-q", "-w", f"{key}={text}"])
+
+    def _in_netns(self, name: str, shown: str, args: list[str]) -> str:
+        """`sysctl ARGS` run inside namespace `name` by nsenter; what it printed."""
+        if not valid_name(name):
+            raise CommandFailed(f"not a namespace name: {name[:70]!r}")
+        if not self.is_live:
+            raise CommandFailed(f"{shown}: namespaces are entered on the live host only")
+        where = f"{NETNS_DIR}/{name}"
+        if not self.exists(where):
+            raise NamespaceGone(f"no network namespace {name} ({self.shown(where)})")
+        nsenter, sysctl = _program(shown, "nsenter"), _program(shown, "sysctl")
+        argv = [nsenter, f"--net={self.shown(where)}", "--", sysctl, *args]
+        out = _child(shown, argv, NETNS_TIMEOUT)
+        if len(out) > MAX_NETNS_OUTPUT:
+            raise CommandFailed(f"{shown}: printed more than {MAX_NETNS_OUTPUT} bytes")
+        return out.decode("utf-8", errors="replace").strip()
 
     def read(self, rel: str) -> str | None:
         """An attribute's text, stripped; None when it is missing or unreadable."""
@@ -163,6 +205,38 @@ class SysRoot:
             os.write(fd, f"{text}\n".encode())
         finally:
             os.close(fd)
+
+
+def _program(shown: str, name: str) -> str:
+    """The absolute path of `name` on SAFE_PATH; CommandFailed when it is not installed."""
+    program = shutil.which(name, path=SAFE_PATH)
+    if program is None:
+        raise CommandFailed(f"{shown}: {name} is not installed")
+    return program
+
+
+def _child(shown: str, argv: list[str], timeout: float) -> bytes:
+    """Run `argv` (no shell, no stdin, C locale, SAFE_PATH) within `timeout`; its stdout.
+    CommandFailed naming `shown` and the last line it said when it fails."""
+    try:
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=timeout,
+            env={"LC_ALL": "C", "PATH": SAFE_PATH},
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise CommandFailed(f"{shown}: no answer in {timeout:.0f} s") from None
+    except OSError as err:
+        raise CommandFailed(f"{shown}: {err.strerror}") from None
+    if done.returncode != 0:
+        said = (done.stderr or done.stdout)[:MAX_NETNS_OUTPUT].decode("utf-8", errors="replace")
+        said = said.strip()
+        first = said.splitlines()[-1][:120] if said else f"exit status {done.returncode}"
+        raise CommandFailed(f"{shown}: {first}")
+    return done.stdout
 
 
 def live_sysroot() -> SysRoot:

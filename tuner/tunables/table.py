@@ -17,6 +17,7 @@ from tuner.tunables.nic import NIC_TUNABLES
 from tuner.tunables.nic_coalesce import NIC_COALESCE_TUNABLES
 from tuner.tunables.nic_ring import NIC_RING_TUNABLES
 from tuner.tunables.nic_txqueuelen import NIC_TXQUEUELEN_TUNABLES
+from tuner.tunables.qdisc import QDISC_TUNABLES
 from tuner.tunables.sysctl import SYSCTL_TUNABLES
 from tuner.tunables.wbt import WBT_TUNABLES
 
@@ -28,6 +29,7 @@ _ALL: tuple[Tunable, ...] = (
     *BFQ_TUNABLES,
     *MQ_DEADLINE_TUNABLES,
     *SYSCTL_TUNABLES,
+    *QDISC_TUNABLES,
     *NIC_TUNABLES,
     *NIC_RING_TUNABLES,
     *NIC_COALESCE_TUNABLES,
