@@ -49,7 +49,9 @@ def main(argv: list[str] | None = None) -> int:
 
     with lab_session("hdd") as lab:
         disk = lab.disks[0]
-        assert disk.model is not None
+        from tuner.lab.hdd import HddModel
+
+        assert isinstance(disk.model, HddModel), "the hdd lab's disk is a modelled HDD"
         record = load_record(record_path(state_dir()))
         assert record is not None
         root = f"/run/iotuner-lab/{record.lab_id}"

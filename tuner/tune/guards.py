@@ -23,7 +23,6 @@ it: the tune stops (`Unmeasurable`, exit 1) with what would let it measure.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from tuner.errors import IotunerError
 from tuner.trials.flags import (
@@ -72,17 +71,6 @@ HINTS = {
 
 class Unmeasurable(IotunerError):
     """The baseline's figures are not the device's: nothing can be tuned against them."""
-
-
-@dataclass(frozen=True)
-class SetAside:
-    """A trial that cannot be a recommendation: its number, phase, why, and what the search
-    was told (PENALISE or SKIP; "-" outside the search)."""
-
-    number: int
-    phase: str
-    reason: str
-    told: str
 
 
 def disqualifying(flags: Sequence[Flag]) -> tuple[Flag, ...]:
