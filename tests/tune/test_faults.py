@@ -107,3 +107,29 @@ def test_a_point_that_is_really_bad_is_measured_twice_and_stays_bad(tree: SysTre
     bad = [t for t in result.trials if int(t.settings[RA]) == 8192 and t.phase != "confirm"]
     assert len(bad) == 2 and bad[0].mbps == bad[1].mbps
     assert int(result.best_settings[RA]) != 8192
+
+
+def test_a_slow_baseline_measured_again_keeps_the_better_of_its_two_figures(
+    tree: SysTree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A baseline repeat 4 times slow, measured again 8 times slow: the bar stays at the
+    better of the two, since a lower one would flatter every trial compared with it."""
+    told: list[float] = []
+    real_tell = SkoptOptimizer.tell
+
+    def spy(self: SkoptOptimizer, point: Point, value: float) -> None:
+        told.append(value)
+        real_tell(self, point, value)
+
+    monkeypatch.setattr(SkoptOptimizer, "tell", spy)
+    calls = [0]
+    slower = {2: 4.0, 4: 8.0}
+
+    def run(point: Point) -> PointTrial:
+        calls[0] += 1
+        mbps = true_mbps(point) / slower.get(calls[0], 1.0)
+        return PointTrial(TrialResult(mbps, mbps * 64, 1000.0, 1, 1, 0.1), dict(point))
+
+    tune(tree, run, budget=4).run(dict(CURRENT), [RECOMMENDED])
+    base = true_mbps(CURRENT)
+    assert told[:3] == pytest.approx([-math.log(base), -math.log(base / 4), -math.log(base)])

@@ -309,8 +309,10 @@ class Tune:
         again = []
         for result in results:
             if self.objective.score(result) < SLOW_BELOW * middle:
-                result = self.measure(baseline, "baseline")
-                guards.check_baseline(result.flags, len(self.records))
+                second = self.measure(baseline, "baseline")
+                guards.check_baseline(second.flags, len(self.records))
+                # The better of the two: a lower bar would flatter every trial after it.
+                result = self._better_of(result, second)
             again.append(result)
         return again
 
