@@ -12,7 +12,9 @@ times:
    10 s to probe the RTT, which shows as one slow second): the
    receiver's goodput against the rate's goodput (the rate counts Ethernet frames: MTU + 14
    bytes carry MTU - 52 of TCP payload), the per-second spread, retransmits, and the delay
-   line's CPU over the run as a share of one core (/proc/PID/stat).
+   line's CPU over the run as a share of one core (/proc/PID/stat). With `--congestion
+   reno,cubic,bbr` each algorithm runs in turn in every repeat, side by side on the same
+   path (with `--loss`: how much of a lossy path each keeps).
 
 With `--disk-write MBPS` it measures instead what paper 003's Figure 7 shows: a disk's write
 throughput alone and while a network stream arrives at the same host. A lab with one path
@@ -73,7 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--loss", type=float, default=0.0, help="loss_percent (turns GSO off)")
     parser.add_argument("--seconds", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--congestion", default="cubic", help="iperf3 -C; '' for the default")
+    parser.add_argument(
+        "--congestion",
+        default="cubic",
+        help="iperf3 -C, or several comma-separated, run in turn in each repeat; '' the default",
+    )
     parser.add_argument("--disk-write", type=float, default=0.0, help="MB/s: Figure 7 mode")
     args = parser.parse_args(argv)
     os.environ.setdefault("IOTUNER_STATE_DIR", DEFAULT_STATE)
@@ -102,18 +108,19 @@ def main(argv: list[str] | None = None) -> int:
             expected = rate * (args.mtu - 52) / (args.mtu + 14)
             for _ in range(args.repeats):
                 rtt = ping_ms(net.sender, net.receiver_address)
-                before, started = cpu_seconds([pid]), time.monotonic()
-                options = TransferOptions(args.seconds, omit=3, congestion=args.congestion or None)
-                result = run_transfer(Ends.of_lab(net), options)
-                cpu = (cpu_seconds([pid]) - before) / (time.monotonic() - started)
-                per_second = result.intervals_mbit
-                print(
-                    f"{rate:g} | {args.rtt:g} | {rtt:.2f} | {result.received_mbit:.1f} "
-                    f"({expected:.1f}, {result.received_mbit / expected - 1:+.1%}) | "
-                    f"{min(per_second):.1f}-{max(per_second):.1f} | {result.retransmits} | "
-                    f"{result.congestion} | {cpu:.1%}",
-                    flush=True,
-                )
+                for congestion in args.congestion.split(","):
+                    before, started = cpu_seconds([pid]), time.monotonic()
+                    options = TransferOptions(args.seconds, omit=3, congestion=congestion or None)
+                    result = run_transfer(Ends.of_lab(net), options)
+                    cpu = (cpu_seconds([pid]) - before) / (time.monotonic() - started)
+                    per_second = result.intervals_mbit
+                    print(
+                        f"{rate:g} | {args.rtt:g} | {rtt:.2f} | {result.received_mbit:.1f} "
+                        f"({expected:.1f}, {result.received_mbit / expected - 1:+.1%}) | "
+                        f"{min(per_second):.1f}-{max(per_second):.1f} | {result.retransmits} | "
+                        f"{result.congestion} | {cpu:.1%}",
+                        flush=True,
+                    )
         finally:
             lab_down()
     return 0

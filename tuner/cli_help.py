@@ -28,6 +28,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "advise": (
         "iotuner advise --workload stream-write",
         "iotuner advise --workload disk-to-network --link-gbps 10 --rtt-ms 100",
+        "iotuner advise --workload disk-to-network --peer dtn2.example.org   # runs iperf3 -s",
         "iotuner advise --explain",
         "iotuner advise --plan-out plan.yaml",
     ),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -145,7 +147,26 @@ def test_plan_out_naming_a_directory_is_bad_input(hwloc_root, tmp_path: Path) ->
         (("--link-gbps", "10", "--rtt-ms", "1e308"), "--rtt-ms 1e308: expected a number from"),
         (("--root", ""), "--root: an empty path"),
         (("--plan-out", ""), "--plan-out: an empty path"),
+        (("--peer", "-c"), "--peer '-c': expected HOST[:PORT]"),
+        (("--peer", "dtn1:80"), "PORT 1024-65535"),
+        (("--peer", "dtn1", "--rtt-ms", "10"), "give it or --link-gbps and --rtt-ms, not both"),
+        (("--peer", "dtn1", "--root", "/tmp"), "--peer measures from this host"),
     ],
 )
 def test_impossible_arguments_are_bad_input(args: tuple[str, ...], why: str) -> None:
     assert why in one_line_exit_2(iotuner("advise", *args))
+
+
+def test_a_peer_not_listening_is_one_line_and_exit_1() -> None:
+    """Nothing listens on the port (it was free a moment ago): iperf3 is refused at once."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.monotonic()
+    result = iotuner("advise", "--workload", "disk-to-network", "--peer", f"127.0.0.1:{port}")
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "iperf3: unable to connect to server" in lines[0]
+    assert result.stdout == ""  # no findings from a path it could not measure
+    assert time.monotonic() - started < 20

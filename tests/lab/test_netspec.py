@@ -24,6 +24,9 @@ def test_builtin_paths() -> None:
     assert old is not None and old.receiver.tcp_rmem is not None
     # The benchmark: a window below a quarter of the bandwidth-delay product.
     assert old.receiver.tcp_rmem[2] < old.bdp_bytes / 4
+    lossy = load_spec("wan-lossy").network
+    # The wan path, losing 1 frame in 1,000 of the sender's.
+    assert lossy == NetworkSpec(200, 100, 0.1, 1500, wan.network.sender, wan.network.receiver)
 
 
 def test_defaults_and_forms() -> None:

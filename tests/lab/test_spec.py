@@ -24,7 +24,7 @@ disks:
 def test_builtins() -> None:
     assert builtin_spec_names() == [
         "hdd", "raid5", "single-disk", "ssd", "stripe", "three-disks-one-bus",
-        "three-hdds-one-bus", "two-buses", "wan", "wan-old-buffers",
+        "three-hdds-one-bus", "two-buses", "wan", "wan-lossy", "wan-old-buffers",
     ]  # fmt: skip
     for name in builtin_spec_names():
         spec = load_spec(name)

@@ -67,6 +67,7 @@ def test_parse_a_real_report() -> None:
     assert 180 < result.received_mbit < 200
     assert len(result.intervals_mbit) == 8  # the omitted seconds are left out
     assert 95 < result.rtt_ms < 150
+    assert 100 <= result.min_rtt_ms <= result.rtt_ms  # the least smoothed RTT: the path's 100 ms
     assert result.max_cwnd_bytes > 2_000_000  # more than the 2.5 MB path holds, less ACK-clocked
     assert result.congestion
 

@@ -29,6 +29,7 @@ from tuner.rules.view import (
     unevaluated,
 )
 from tuner.topology.model import Machine
+from tuner.trials.peer import PathMeasurement, measure_path, parse_peer
 from tuner.tunables.observe import probe_with_settings
 
 # The papers study sequential I/O and the tune's main job streams reads: advice for one workload
@@ -66,6 +67,14 @@ def advise(
             parser=number_value("--rtt-ms", 0, 1_000_000),
         ),
     ] = None,
+    peer: Annotated[
+        str | None,
+        typer.Option(
+            help="Measure RTT and rate to HOST[:PORT] running `iperf3 -s` (port 5201 unless "
+            "given; about 8 s) instead of --link-gbps and --rtt-ms.",
+            metavar="HOST[:PORT]",
+        ),
+    ] = None,
     plan_out: Annotated[
         Path | None,
         typer.Option(
@@ -79,15 +88,25 @@ def advise(
 ) -> None:
     """Run the rule base over the host: findings grouped by severity, each with its source.
 
-    Exit codes: 0 no warning or critical finding, 1 at least one, 2 bad input (a broken rule
-    file, an unknown workload, a missing --root).
+    Exit codes: 0 no warning or critical finding, 1 at least one or a --peer that could not be
+    measured (unreachable, no `iperf3 -s`), 2 bad input (a broken rule file, an unknown
+    workload, a missing --root, a malformed --peer).
     """
     base = load_rule_base(rules)
     check_workload(base, workload)
+    target = parse_peer(peer) if peer is not None else None
+    if target is not None and (link_gbps is not None or rtt_ms is not None):
+        raise BadInput("--peer measures the path: give it or --link-gbps and --rtt-ms, not both")
+    if target is not None and root != Path("/"):
+        raise BadInput(f"--peer measures from this host; it cannot go with --root {root}")
     if plan_out is not None and not plan_out.parent.is_dir():
         raise BadInput(f"--plan-out {plan_out}: directory {plan_out.parent} does not exist")
     if plan_out is not None and plan_out.is_dir():
         raise BadInput(f"--plan-out {plan_out}: is a directory; name the plan file to write")
+    # Measured first: an unreachable peer fails before the probe's work.
+    measured = measure_path(target) if target is not None else None
+    if measured is not None:
+        link_gbps, rtt_ms = measured.rate_mbit / 1000, measured.rtt_ms
     with ExitStack() as stack:
         fs = HostFS(open_root(root, stack))
         topology = probe_with_settings(fs)
@@ -97,10 +116,13 @@ def advise(
     if plan_out is not None:
         write_plan(plan_from_findings(result.findings, host, workload), plan_out)
     if as_json:
-        sys.stdout.write(json.dumps(_document(result, workload, explain), indent=2) + "\n")
+        document = _document(result, workload, explain, measured)
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
         console = Console()
         console.print(f"workload: {workload} (choose with --workload)", style="dim")
+        if measured is not None:
+            console.print(_measured_line(measured), highlight=False)
         print_findings(console, result.findings)
         if explain:
             print_explanations(console, result.explanations)
@@ -117,7 +139,16 @@ def advise(
         raise typer.Exit(1)
 
 
-def _document(result: Evaluation, workload: str, explain: bool) -> dict[str, Any]:
+def _measured_line(measured: PathMeasurement) -> str:
+    return (
+        f"path to {measured.peer} measured: RTT {measured.rtt_ms:g} ms (TCP's least smoothed "
+        f"RTT), rate {measured.rate_mbit:g} Mbit/s (received; {measured.how})"
+    )
+
+
+def _document(
+    result: Evaluation, workload: str, explain: bool, measured: PathMeasurement | None
+) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "workload": workload,
         "findings": [
@@ -136,6 +167,15 @@ def _document(result: Evaluation, workload: str, explain: bool) -> dict[str, Any
             for f in result.findings
         ],
     }
+    if measured is not None:
+        doc["measured"] = {
+            "peer": str(measured.peer),
+            "rtt_ms": measured.rtt_ms,
+            "rtt_how": "the least smoothed RTT TCP saw (iperf3 min_rtt)",
+            "rate_mbit": measured.rate_mbit,
+            "rate_how": measured.how,
+            "retransmits": measured.retransmits,
+        }
     doc["unevaluated"] = [
         {"rules": rules, "hint": hint} for rules, hint in unevaluated(result.explanations)
     ]

@@ -92,7 +92,8 @@ class TransferResult:
 
     `received_mbit` is the receiver's goodput over the measured seconds, `intervals_mbit` the
     sender's per second (their spread shows a steady path or a sawtooth); `rtt_ms` and
-    `max_cwnd_bytes` are the sender's TCP view (mean smoothed RTT, largest congestion window).
+    `max_cwnd_bytes` are the sender's TCP view (mean smoothed RTT, largest congestion window),
+    `min_rtt_ms` the least smoothed RTT any stream saw (nearest the path's empty-queue RTT).
     `committed_mbit` (memory to disk, disk to disk): the received file's bytes over the time
     from the start until they were on the disk (fsync after iperf3 ends), since iperf3's
     buffered writes would otherwise only show the page cache; 0 without a receive file.
@@ -110,6 +111,7 @@ class TransferResult:
     sender_cpu_percent: float
     receiver_cpu_percent: float
     committed_mbit: float = 0.0
+    min_rtt_ms: float = 0.0
 
 
 def check_options(options: TransferOptions) -> None:
@@ -136,12 +138,7 @@ def check_options(options: TransferOptions) -> None:
 
 def run_transfer(ends: Ends, options: TransferOptions) -> TransferResult:
     """Run one iperf3 trial between `ends`; TransferError if iperf3 fails or times out."""
-    check_options(options)
-    if not _ADDRESS.match(ends.address) or not 1024 <= ends.port <= 65535:
-        raise BadInput(f"bad peer {ends.address!r} port {ends.port}")
-    if shutil.which("iperf3") is None:
-        raise TransferError(IPERF3_MISSING)
-    budget = options.seconds + options.omit + MARGIN_S
+    _check(ends, options)
     server_cmd = ["iperf3", "-s", "-1", "-B", ends.address, "-p", str(ends.port)]
     if options.receive_file:
         server_cmd += ["-F", options.receive_file]
@@ -154,7 +151,7 @@ def run_transfer(ends: Ends, options: TransferOptions) -> TransferResult:
     try:
         _wait_listening(ends)
         started = time.monotonic()
-        result = parse_result(_run_client(ends, options, budget), options.kind)
+        result = run_client(ends, options)
     finally:
         _end(server)
     if options.receive_file:
@@ -180,7 +177,23 @@ def client_command(ends: Ends, options: TransferOptions) -> list[str]:
     return _in(ends.sender_ns, cmd)
 
 
-def _run_client(ends: Ends, options: TransferOptions, budget: float) -> dict[str, Any]:
+def run_client(ends: Ends, options: TransferOptions) -> TransferResult:
+    """The sender's side alone, against an `iperf3 -s` already listening at `ends` (a named
+    peer's); TransferError if it cannot connect, fails or times out."""
+    _check(ends, options)
+    return parse_result(_client_json(ends, options), options.kind)
+
+
+def _check(ends: Ends, options: TransferOptions) -> None:
+    check_options(options)
+    if not _ADDRESS.match(ends.address) or not 1024 <= ends.port <= 65535:
+        raise BadInput(f"bad peer {ends.address!r} port {ends.port}")
+    if shutil.which("iperf3") is None:
+        raise TransferError(IPERF3_MISSING)
+
+
+def _client_json(ends: Ends, options: TransferOptions) -> dict[str, Any]:
+    budget = options.seconds + options.omit + MARGIN_S
     with tempfile.TemporaryFile() as out:
         try:
             done = subprocess.run(
@@ -205,7 +218,7 @@ def _run_client(ends: Ends, options: TransferOptions, budget: float) -> dict[str
     if not isinstance(data, dict):
         raise TransferError("iperf3's JSON is not an object")
     if isinstance(data.get("error"), str):
-        raise TransferError(f"iperf3: {data['error'][:200]}")
+        raise TransferError(f"iperf3: {' '.join(data['error'].split())[:200]}")
     return data
 
 
@@ -222,6 +235,7 @@ def parse_result(data: dict[str, Any], kind: str) -> TransferResult:
         )
         cpu = end.get("cpu_utilization_percent", {})
         rtts = [_number(s.get("mean_rtt", 0)) for s in streams]
+        least = [_number(s["min_rtt"]) for s in streams if s.get("min_rtt")]
         return TransferResult(
             kind=kind,
             seconds=round(_number(received["seconds"]), 3),
@@ -236,6 +250,7 @@ def parse_result(data: dict[str, Any], kind: str) -> TransferResult:
             congestion=str(end.get("sender_tcp_congestion", ""))[:16],
             sender_cpu_percent=round(_number(cpu.get("host_total", 0)), 1),
             receiver_cpu_percent=round(_number(cpu.get("remote_total", 0)), 1),
+            min_rtt_ms=round(min(least) / 1000, 3) if least else 0.0,
         )
     except (AttributeError, KeyError, TypeError, ValueError, ZeroDivisionError) as err:
         raise TransferError(f"iperf3's JSON is missing or malformed at {err}") from None
