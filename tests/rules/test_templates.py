@@ -20,6 +20,13 @@ def test_sizes_print_for_people_and_unknowns_as_a_question_mark() -> None:
     assert fill("{ratio} {ok}", {"ratio": 2.0, "ok": True}) == "2 yes"
 
 
+def test_small_measured_figures_keep_their_significant_digits() -> None:
+    """A measured 61 Mbit/s path in Gb/s reads 0.0612, not 0.06; larger figures keep two
+    decimals."""
+    assert fill("a {gbps} Gb/s path", {"gbps": 0.06123}) == "a 0.0612 Gb/s path"
+    assert fill("{r}", {"r": 1.3333}) == "1.33"
+
+
 @pytest.mark.parametrize("template", ["{a:bytes}", "{a!r}", "{a:count}", "{unclosed"])
 def test_unknown_formats_are_refused_at_load_time(template: str) -> None:
     with pytest.raises(TemplateError):

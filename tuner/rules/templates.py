@@ -45,13 +45,17 @@ def fill(template: str, facts: Mapping[str, Any]) -> str:
 
 
 def printable(value: Any) -> str:
-    """A fact as people read it in evidence: 2000.0 -> 2000, 1.3333 -> 1.33, True -> yes."""
+    """A fact as people read it in evidence: 2000.0 -> 2000, 1.3333 -> 1.33, 0.06123 -> 0.0612
+    (three significant figures below 1, so a measured 61 Mbit/s is not "0.06 Gb/s"),
+    True -> yes."""
     if value is None:
         return "?"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        return str(int(value)) if value.is_integer() else f"{value:.2f}".rstrip("0")
+        if value.is_integer():
+            return str(int(value))
+        return f"{value:.3g}" if abs(value) < 1 else f"{value:.2f}".rstrip("0")
     return str(value)
 
 
