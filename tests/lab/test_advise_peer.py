@@ -73,6 +73,8 @@ def test_advise_measures_the_path_to_its_peer(state: Path) -> None:
     assert abs(measured["rtt_ms"] - net.rtt_ms) <= 0.1 * net.rtt_ms
     # Eight streams, each capped near window / RTT: more than one stream's cap, less than the path.
     assert 2 * window_mbit < measured["rate_mbit"] < goodput_mbit(net)
+    # ... and said to be a floor: the sender's own buffers held the run back.
+    assert measured["send_cap_mbit"] == pytest.approx(8 * window_mbit, rel=0.01)
     assert set(findings) >= BUFFER_RULES
     bdp = bdp_bytes(measured["rate_mbit"] / 1000, measured["rtt_ms"])
     rmem = findings["tcp-rmem-below-bdp"]
@@ -90,6 +92,7 @@ def test_advise_measures_the_path_to_its_peer(state: Path) -> None:
     print(f"wan-old-buffers, buffers raised: measured {measured}")
     # Measured 0.997-1.000 of the path (docs/advise.md); room for a busy CI machine.
     assert measured["rate_mbit"] >= 0.8 * goodput_mbit(net)
+    assert measured["send_cap_mbit"] is None
     assert abs(measured["rtt_ms"] - net.rtt_ms) <= 0.1 * net.rtt_ms
     assert not BUFFER_RULES & set(findings)
 

@@ -1,4 +1,5 @@
-"""`--peer HOST[:PORT]` read by allow-list: names, IPv4 and IPv6 addresses, a port from 1024.
+"""`--peer HOST[:PORT]` read by allow-list (names, IPv4 and IPv6 addresses, a port from 1024),
+and when its measured rate is only a floor.
 
 Measuring a peer for real is tests/lab/test_advise_peer.py (advise in the lab's sender
 namespace against `iperf3 -s` in its receiver).
@@ -9,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tuner.errors import BadInput
-from tuner.trials.peer import Peer, parse_peer
+from tuner.trials.peer import PathMeasurement, Peer, parse_peer
 
 
 @pytest.mark.parametrize(
@@ -67,3 +68,16 @@ def test_anything_else_is_bad_input_in_one_line(text: str, why: str) -> None:
     with pytest.raises(BadInput, match=why.replace("[", r"\[").replace("+", r"\+")) as err:
         parse_peer(text)
     assert "\n" not in str(err.value)
+
+
+def _measured(rate_mbit: float, rtt_ms: float = 100.0) -> PathMeasurement:
+    return PathMeasurement(Peer("10.0.0.2"), rtt_ms, rate_mbit, 8, 5, 0, "cubic")
+
+
+def test_a_rate_near_what_the_send_buffers_allow_is_a_floor() -> None:
+    """128 KiB send buffers, 8 streams, 100 ms: 83.9 Mbit/s at most. The lab measured 61 Mbit/s
+    there (0.73 of it): a floor; 191 Mbit/s on 32 MiB buffers is the path's own rate."""
+    assert _measured(61.0).send_cap_mbit(131072) == pytest.approx(83.9)
+    assert _measured(191.0).send_cap_mbit(32 << 20) is None
+    assert _measured(20.0).send_cap_mbit(131072) is None, "far below: something else limits"
+    assert _measured(61.0).send_cap_mbit(None) is None

@@ -115,14 +115,17 @@ def advise(
     host = next((m.name for m in topology.of_type(Machine)), "host")
     if plan_out is not None:
         write_plan(plan_from_findings(result.findings, host, workload), plan_out)
+    cap = measured.send_cap_mbit(topology.tcp.tcp_wmem_max) if measured is not None else None
     if as_json:
-        document = _document(result, workload, explain, measured)
+        document = _document(result, workload, explain, measured, cap)
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
         console = Console()
         console.print(f"workload: {workload} (choose with --workload)", style="dim")
         if measured is not None:
             console.print(_measured_line(measured), highlight=False)
+            if cap is not None:
+                console.print(_capped_line(measured, cap), highlight=False)
         print_findings(console, result.findings)
         if explain:
             print_explanations(console, result.explanations)
@@ -139,6 +142,15 @@ def advise(
         raise typer.Exit(1)
 
 
+def _capped_line(measured: PathMeasurement, cap: float) -> str:
+    """Why the measured rate is a floor: this host's send buffers held the run back."""
+    return (
+        f"the rate is a floor: this host's send buffers allow {measured.streams} streams "
+        f"{cap:g} Mbit/s on this RTT, so the path may be faster and need a larger window; "
+        "raise them (the findings below) and measure again"
+    )
+
+
 def _measured_line(measured: PathMeasurement) -> str:
     return (
         f"path to {measured.peer} measured: RTT {measured.rtt_ms:g} ms (TCP's least smoothed "
@@ -147,7 +159,11 @@ def _measured_line(measured: PathMeasurement) -> str:
 
 
 def _document(
-    result: Evaluation, workload: str, explain: bool, measured: PathMeasurement | None
+    result: Evaluation,
+    workload: str,
+    explain: bool,
+    measured: PathMeasurement | None,
+    send_cap_mbit: float | None,
 ) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "workload": workload,
@@ -175,6 +191,8 @@ def _document(
             "rate_mbit": measured.rate_mbit,
             "rate_how": measured.how,
             "retransmits": measured.retransmits,
+            # Set when this host's send buffers held the run back: the rate is then a floor.
+            "send_cap_mbit": send_cap_mbit,
         }
     doc["unevaluated"] = [
         {"rules": rules, "hint": hint} for rules, hint in unevaluated(result.explanations)

@@ -60,8 +60,8 @@ def tcp_facts(ix: TopologyIndex) -> dict[str, object]:
     tcp = ix.topology.tcp
     available = tcp.available_congestion_control
     return {
-        "tcp_rmem_max": tcp.tcp_rmem[2] if tcp.tcp_rmem and len(tcp.tcp_rmem) >= 3 else None,
-        "tcp_wmem_max": tcp.tcp_wmem[2] if tcp.tcp_wmem and len(tcp.tcp_wmem) >= 3 else None,
+        "tcp_rmem_max": tcp.tcp_rmem_max,
+        "tcp_wmem_max": tcp.tcp_wmem_max,
         "rmem_max": tcp.rmem_max,
         "wmem_max": tcp.wmem_max,
         "congestion_control": tcp.congestion_control,

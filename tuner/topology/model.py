@@ -386,6 +386,16 @@ class TcpSettings:
     available_congestion_control: tuple[str, ...] = ()
     default_qdisc: str | None = None
 
+    @property
+    def tcp_wmem_max(self) -> int | None:
+        """The most a TCP socket's send buffer may grow to (tcp_wmem's third field)."""
+        return self.tcp_wmem[2] if self.tcp_wmem and len(self.tcp_wmem) >= 3 else None
+
+    @property
+    def tcp_rmem_max(self) -> int | None:
+        """The most a TCP socket's receive buffer may grow to (tcp_rmem's third field)."""
+        return self.tcp_rmem[2] if self.tcp_rmem and len(self.tcp_rmem) >= 3 else None
+
 
 @dataclass(frozen=True)
 class VmSettings:

@@ -30,6 +30,10 @@ from tuner.trials.transfer import DEFAULT_PORT, Ends, TransferError, TransferOpt
 SECONDS = 5
 OMIT_S = 2
 STREAMS = 8
+CAPPED_NEAR = 0.5
+"""A rate at least this share of what the send buffers allow was limited by them: the kernel
+keeps part of each buffer for its own overhead, so a buffer-limited run measures about 0.6-0.8
+of STREAMS x buffer / RTT (0.73 on the lab's wan-old-buffers)."""
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOSTNAME = re.compile(rf"^{_LABEL}(?:\.{_LABEL})*$")
 _PORT = re.compile(r"^[0-9]{1,5}$")
@@ -60,6 +64,16 @@ class PathMeasurement:
     seconds: int
     retransmits: int
     congestion: str
+
+    def send_cap_mbit(self, tcp_wmem_max: int | None) -> float | None:
+        """What this host's send buffers allow STREAMS streams on this RTT (STREAMS x
+        tcp_wmem max / RTT), when the measured rate is near it (at least CAPPED_NEAR of it):
+        the rate is then a floor on the path's, and the window it implies too small. None when
+        the buffers are not what limited the run (or are unknown)."""
+        if not tcp_wmem_max or self.rtt_ms <= 0:
+            return None
+        cap = self.streams * tcp_wmem_max * 8 / (self.rtt_ms / 1000) / 1e6
+        return round(cap, 1) if self.rate_mbit >= CAPPED_NEAR * cap else None
 
     @property
     def how(self) -> str:
