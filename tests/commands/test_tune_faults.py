@@ -1,7 +1,7 @@
 """A device that fails during trials, as users meet it: tune, sweep, apply --measure and the
 daemon's re-tune on a modelled flash drive with a bad region (`eio`), or whose server is killed
-mid-tune. Each stops, restores, says so in one line naming the device and exits 1; nothing is
-left changed, journaled, planned or saved.
+mid-tune, or whose loop device is detached. Each stops, restores, says so in one line naming
+the device and exits 1; nothing is left changed, journaled, planned or saved.
 
 Small disks (512 MiB) so that a 1 s trial reads into the bad region at once.
 """
@@ -24,6 +24,7 @@ import pytest
 from tests.apply.applylab import write_plan
 from tests.cli import iotuner
 from tests.daemon.test_retune import config, drive
+from tests.lab.conftest import assert_no_server_left, snapshot
 from tuner.bottleneck.groups import Component, Group
 from tuner.bottleneck.scaling import run_scaling
 from tuner.daemon.events import Event
@@ -138,6 +139,64 @@ def test_tune_whose_server_is_killed_mid_search_restores_the_settings_it_had_cha
     assert queue_of(disk) == before
     assert not plan.exists()
     assert_nothing_to_roll_back(state)
+
+
+def fio_holds(disk: str) -> bool:
+    """Whether a fio process has /dev/`disk` open (a trial is reading it)."""
+    for proc in psutil.process_iter(["name"]):
+        if proc.info["name"] != "fio":
+            continue
+        try:
+            fds = list(Path(f"/proc/{proc.pid}/fd").iterdir())
+            if any(os.path.realpath(fd) == f"/dev/{disk}" for fd in fds):
+                return True
+        except OSError:
+            continue  # ended meanwhile
+    return False
+
+
+def test_tune_whose_loop_device_is_detached_mid_trial_stops_with_the_device_gone(
+    state: Path, disk: str, tmp_path: Path
+) -> None:
+    """`losetup -d` while a trial with changed settings reads: the kernel lets fio finish
+    (the detach waits for the last close), then the disk behind the node is gone (size 0).
+    The next trial finds it so before it writes a setting, and the tune stops."""
+    before = queue_of(disk)
+    plan = tmp_path / "plan.yaml"
+    tune = subprocess.Popen(
+        [sys.executable, "-m", "tuner.cli", "tune", "--target", f"/dev/{disk}", "--budget", "3",
+         "--runtime", "1", "--ramp", "0", "--plan-out", str(plan)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "IOTUNER_STATE_DIR": str(state)},
+    )  # fmt: skip
+    try:
+        end = time.monotonic() + 60
+        while queue_of(disk) == before and tune.poll() is None and time.monotonic() < end:
+            time.sleep(0.02)
+        changed = queue_of(disk)
+        assert changed != before, "no trial with changed settings: the test shows nothing"
+        while not fio_holds(disk) and tune.poll() is None and time.monotonic() < end:
+            time.sleep(0.01)
+        assert fio_holds(disk), "fio never opened the device with the settings changed"
+        subprocess.run(["losetup", "-d", f"/dev/{disk}"], check=True, timeout=30)
+        _, err = tune.communicate(timeout=120)
+    finally:
+        if tune.poll() is None:
+            tune.kill()
+            tune.wait()
+    line = last_line(err)
+    print(f"settings during the trial: {changed}\n{line}")
+    assert tune.returncode == 1, err
+    assert line.startswith(f"iotuner: tune: {disk}: device gone during trial ")
+    assert f"(/sys/class/block/{disk}/size is 0: detached, disconnected or without" in line
+    assert line.endswith("; settings restored, no plan written")
+    assert Path(f"/sys/block/{disk}/size").read_text().strip() == "0"
+    assert queue_of(disk) == before  # a loop device keeps its queue settings for its next user
+    assert not plan.exists()
+    assert_nothing_to_roll_back(state)
+    record = snapshot(state)
+    lab_down()  # with no loop device over the disk's file left to detach
+    assert_no_server_left(record)
 
 
 def test_sweep_on_a_bad_region_names_the_cell_and_saves_nothing(state: Path, bad_disk: str) -> None:
