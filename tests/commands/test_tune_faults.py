@@ -102,14 +102,16 @@ def test_tune_on_a_bad_region_stops_restores_and_writes_no_plan(
     assert_nothing_to_roll_back(state)
 
 
+@pytest.mark.parametrize("kind", ["server", "fuse"])
 def test_tune_whose_server_is_killed_mid_search_restores_the_settings_it_had_changed(
-    state: Path, disk: str, tmp_path: Path
+    state: Path, disk: str, tmp_path: Path, kind: str
 ) -> None:
-    """The server is killed as soon as a trial runs with changed settings (the first rule's
-    point, after the baseline): the device then answers EIO to everything."""
+    """The server (nbdkit, or the nbdfuse that shows it as the loop device's file) is killed
+    as soon as a trial runs with changed settings (the first rule's point, after the
+    baseline): the device then answers EIO to everything."""
     record = load_record(state / "lab.json")
     assert isinstance(record, LabRecord)
-    (server,) = [s for s in record.steps if s.kind == "server"]
+    (server,) = [s for s in record.steps if s.kind == kind]
     before = queue_of(disk)
     plan = tmp_path / "plan.yaml"
     tune = subprocess.Popen(
