@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -157,6 +157,35 @@ def fio_holds(disk: str) -> bool:
     return False
 
 
+def detached_mid_trial(
+    state: Path, disk: str, args: list[str], ready: Callable[[], bool] = lambda: True
+) -> tuple[int, str]:
+    """Run `iotuner args`; once `ready()` and fio has /dev/`disk` open, `losetup -d` it. The
+    command's exit code and stderr."""
+    command = subprocess.Popen(
+        [sys.executable, "-m", "tuner.cli", *args], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, env={**os.environ, "IOTUNER_STATE_DIR": str(state)},
+    )  # fmt: skip
+    try:
+        end = time.monotonic() + 60
+        while not ready() and command.poll() is None and time.monotonic() < end:
+            time.sleep(0.02)
+        assert ready(), "not ready before the command ended: the test shows nothing"
+        while not fio_holds(disk) and command.poll() is None and time.monotonic() < end:
+            time.sleep(0.01)
+        assert fio_holds(disk), "fio never opened the device"
+        subprocess.run(["losetup", "-d", f"/dev/{disk}"], check=True, timeout=30)
+        _, err = command.communicate(timeout=120)
+    finally:
+        if command.poll() is None:
+            command.kill()
+            command.wait()
+    return command.returncode, err
+
+
+GONE_WHY = "size is 0: detached, disconnected or without its medium)"
+
+
 def test_tune_whose_loop_device_is_detached_mid_trial_stops_with_the_device_gone(
     state: Path, disk: str, tmp_path: Path
 ) -> None:
@@ -165,32 +194,16 @@ def test_tune_whose_loop_device_is_detached_mid_trial_stops_with_the_device_gone
     The next trial finds it so before it writes a setting, and the tune stops."""
     before = queue_of(disk)
     plan = tmp_path / "plan.yaml"
-    tune = subprocess.Popen(
-        [sys.executable, "-m", "tuner.cli", "tune", "--target", f"/dev/{disk}", "--budget", "3",
-         "--runtime", "1", "--ramp", "0", "--plan-out", str(plan)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "IOTUNER_STATE_DIR": str(state)},
+    code, err = detached_mid_trial(
+        state, disk, ["tune", "--target", f"/dev/{disk}", "--budget", "3", "--runtime", "1",
+                      "--ramp", "0", "--plan-out", str(plan)],
+        ready=lambda: queue_of(disk) != before,
     )  # fmt: skip
-    try:
-        end = time.monotonic() + 60
-        while queue_of(disk) == before and tune.poll() is None and time.monotonic() < end:
-            time.sleep(0.02)
-        changed = queue_of(disk)
-        assert changed != before, "no trial with changed settings: the test shows nothing"
-        while not fio_holds(disk) and tune.poll() is None and time.monotonic() < end:
-            time.sleep(0.01)
-        assert fio_holds(disk), "fio never opened the device with the settings changed"
-        subprocess.run(["losetup", "-d", f"/dev/{disk}"], check=True, timeout=30)
-        _, err = tune.communicate(timeout=120)
-    finally:
-        if tune.poll() is None:
-            tune.kill()
-            tune.wait()
     line = last_line(err)
-    print(f"settings during the trial: {changed}\n{line}")
-    assert tune.returncode == 1, err
+    print(line)
+    assert code == 1, err
     assert line.startswith(f"iotuner: tune: {disk}: device gone during trial ")
-    assert f"(/sys/class/block/{disk}/size is 0: detached, disconnected or without" in line
+    assert f"(/sys/class/block/{disk}/{GONE_WHY}" in line
     assert line.endswith("; settings restored, no plan written")
     assert Path(f"/sys/block/{disk}/size").read_text().strip() == "0"
     assert queue_of(disk) == before  # a loop device keeps its queue settings for its next user
@@ -199,6 +212,19 @@ def test_tune_whose_loop_device_is_detached_mid_trial_stops_with_the_device_gone
     record = snapshot(state)
     lab_down()  # with no loop device over the disk's file left to detach
     assert_no_server_left(record)
+
+
+def test_sweep_whose_loop_device_is_detached_names_the_next_cell(state: Path, disk: str) -> None:
+    """The first cell's fio finishes (the detach waits for it); the second meets size 0."""
+    code, err = detached_mid_trial(
+        state, disk, ["sweep", disk, "--sizes", "64k,1m", "--depths", "1", "--runtime", "1"]
+    )
+    line = last_line(err)
+    print(line)
+    assert code == 1, err
+    assert line.startswith(f"iotuner: sweep: {disk}: device gone during trial 2 (read bs=1M")
+    assert line.endswith("; nothing changed, no result saved")
+    assert not (state / "results" / "sweep.json").exists()
 
 
 def test_sweep_on_a_bad_region_names_the_cell_and_saves_nothing(state: Path, bad_disk: str) -> None:
