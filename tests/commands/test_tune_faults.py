@@ -209,6 +209,9 @@ def test_tune_whose_loop_device_is_detached_mid_trial_stops_with_the_device_gone
     assert queue_of(disk) == before  # a loop device keeps its queue settings for its next user
     assert not plan.exists()
     assert_nothing_to_roll_back(state)
+    status = iotuner("lab", "status", state=state)
+    assert status.returncode == 1
+    assert f"problem: d0: /dev/{disk} is not attached to " in status.stdout
     record = snapshot(state)
     lab_down()  # with no loop device over the disk's file left to detach
     assert_no_server_left(record)
