@@ -1,7 +1,7 @@
 """A device that fails during trials, as users meet it: tune, sweep, apply --measure and the
 daemon's re-tune on a modelled flash drive with a bad region (`eio`), or whose server is killed
-mid-tune. Each stops, restores, says so in one line naming the device and exits 1; nothing is
-left changed, journaled, planned or saved.
+mid-tune, or whose loop device is detached. Each stops, restores, says so in one line naming
+the device and exits 1; nothing is left changed, journaled, planned or saved.
 
 Small disks (512 MiB) so that a 1 s trial reads into the bad region at once.
 """
@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -24,6 +24,7 @@ import pytest
 from tests.apply.applylab import write_plan
 from tests.cli import iotuner
 from tests.daemon.test_retune import config, drive
+from tests.lab.conftest import assert_no_server_left, snapshot
 from tuner.bottleneck.groups import Component, Group
 from tuner.bottleneck.scaling import run_scaling
 from tuner.daemon.events import Event
@@ -101,14 +102,16 @@ def test_tune_on_a_bad_region_stops_restores_and_writes_no_plan(
     assert_nothing_to_roll_back(state)
 
 
+@pytest.mark.parametrize("kind", ["server", "fuse"])
 def test_tune_whose_server_is_killed_mid_search_restores_the_settings_it_had_changed(
-    state: Path, disk: str, tmp_path: Path
+    state: Path, disk: str, tmp_path: Path, kind: str
 ) -> None:
-    """The server is killed as soon as a trial runs with changed settings (the first rule's
-    point, after the baseline): the device then answers EIO to everything."""
+    """The server (nbdkit, or the nbdfuse that shows it as the loop device's file) is killed
+    as soon as a trial runs with changed settings (the first rule's point, after the
+    baseline): the device then answers EIO to everything."""
     record = load_record(state / "lab.json")
     assert isinstance(record, LabRecord)
-    (server,) = [s for s in record.steps if s.kind == "server"]
+    (server,) = [s for s in record.steps if s.kind == kind]
     before = queue_of(disk)
     plan = tmp_path / "plan.yaml"
     tune = subprocess.Popen(
@@ -138,6 +141,93 @@ def test_tune_whose_server_is_killed_mid_search_restores_the_settings_it_had_cha
     assert queue_of(disk) == before
     assert not plan.exists()
     assert_nothing_to_roll_back(state)
+
+
+def fio_holds(disk: str) -> bool:
+    """Whether a fio process has /dev/`disk` open (a trial is reading it)."""
+    for proc in psutil.process_iter(["name"]):
+        if proc.info["name"] != "fio":
+            continue
+        try:
+            fds = list(Path(f"/proc/{proc.pid}/fd").iterdir())
+            if any(os.path.realpath(fd) == f"/dev/{disk}" for fd in fds):
+                return True
+        except OSError:
+            continue  # ended meanwhile
+    return False
+
+
+def detached_mid_trial(
+    state: Path, disk: str, args: list[str], ready: Callable[[], bool] = lambda: True
+) -> tuple[int, str]:
+    """Run `iotuner args`; once `ready()` and fio has /dev/`disk` open, `losetup -d` it. The
+    command's exit code and stderr."""
+    command = subprocess.Popen(
+        [sys.executable, "-m", "tuner.cli", *args], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, env={**os.environ, "IOTUNER_STATE_DIR": str(state)},
+    )  # fmt: skip
+    try:
+        end = time.monotonic() + 60
+        while not ready() and command.poll() is None and time.monotonic() < end:
+            time.sleep(0.02)
+        assert ready(), "not ready before the command ended: the test shows nothing"
+        while not fio_holds(disk) and command.poll() is None and time.monotonic() < end:
+            time.sleep(0.01)
+        assert fio_holds(disk), "fio never opened the device"
+        subprocess.run(["losetup", "-d", f"/dev/{disk}"], check=True, timeout=30)
+        _, err = command.communicate(timeout=120)
+    finally:
+        if command.poll() is None:
+            command.kill()
+            command.wait()
+    return command.returncode, err
+
+
+GONE_WHY = "size is 0: detached, disconnected or without its medium)"
+
+
+def test_tune_whose_loop_device_is_detached_mid_trial_stops_with_the_device_gone(
+    state: Path, disk: str, tmp_path: Path
+) -> None:
+    """`losetup -d` while a trial with changed settings reads: the kernel lets fio finish
+    (the detach waits for the last close), then the disk behind the node is gone (size 0).
+    The next trial finds it so before it writes a setting, and the tune stops."""
+    before = queue_of(disk)
+    plan = tmp_path / "plan.yaml"
+    code, err = detached_mid_trial(
+        state, disk, ["tune", "--target", f"/dev/{disk}", "--budget", "3", "--runtime", "1",
+                      "--ramp", "0", "--plan-out", str(plan)],
+        ready=lambda: queue_of(disk) != before,
+    )  # fmt: skip
+    line = last_line(err)
+    print(line)
+    assert code == 1, err
+    assert line.startswith(f"iotuner: tune: {disk}: device gone during trial ")
+    assert f"(/sys/class/block/{disk}/{GONE_WHY}" in line
+    assert line.endswith("; settings restored, no plan written")
+    assert Path(f"/sys/block/{disk}/size").read_text().strip() == "0"
+    assert queue_of(disk) == before  # a loop device keeps its queue settings for its next user
+    assert not plan.exists()
+    assert_nothing_to_roll_back(state)
+    status = iotuner("lab", "status", state=state)
+    assert status.returncode == 1
+    assert f"problem: d0: /dev/{disk} is not attached to " in status.stdout
+    record = snapshot(state)
+    lab_down()  # with no loop device over the disk's file left to detach
+    assert_no_server_left(record)
+
+
+def test_sweep_whose_loop_device_is_detached_names_the_next_cell(state: Path, disk: str) -> None:
+    """The first cell's fio finishes (the detach waits for it); the second meets size 0."""
+    code, err = detached_mid_trial(
+        state, disk, ["sweep", disk, "--sizes", "64k,1m", "--depths", "1", "--runtime", "1"]
+    )
+    line = last_line(err)
+    print(line)
+    assert code == 1, err
+    assert line.startswith(f"iotuner: sweep: {disk}: device gone during trial 2 (read bs=1M")
+    assert line.endswith("; nothing changed, no result saved")
+    assert not (state / "results" / "sweep.json").exists()
 
 
 def test_sweep_on_a_bad_region_names_the_cell_and_saves_nothing(state: Path, bad_disk: str) -> None:

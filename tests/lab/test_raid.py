@@ -4,7 +4,9 @@ data; and raid.c's own checks of its parameters."""
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -77,6 +79,35 @@ def test_the_set_keeps_what_is_written_across_its_units_and_down_removes_it(
     assert direct_round_trip(disk.device, offset, written) == written
     lab_down()
     assert_no_server_left(record)  # and with the directory, the data and stats files
+
+
+def test_streams_whose_parity_splits_a_members_pieces_keep_flowing(state: Path) -> None:
+    """A 512 KiB piece of a 1 MiB read spans three stripes: a member that holds parity in the
+    middle one gets two commands of one request. At depth 8 the drive, freed by the first,
+    often chose the second while its owner had already passed it over and waited for a
+    wake-up that went to no one, holding the drive: the set stopped for good (hdd_model.h's
+    run_commands). fio then cannot even be killed until its I/O ends, so on a hang the test
+    kills the server, which fails the I/O, and then fails."""
+    lab = lab_up(load_spec("raid5"))
+    device = lab.disks[0].device
+    (server,) = [s for s in snapshot(state).steps if s.kind == "server"]
+    for depth in (4, 8, 16, 8, 16):  # the old hang came in 3 of 4 runs of the first three
+        reader = subprocess.Popen(
+            ["fio", "--name=j", f"--filename={device}", "--rw=read", "--bs=1M",
+             f"--iodepth={depth}", "--ioengine=libaio", "--direct=1", "--runtime=2",
+             "--time_based", "--size=768M", "--output-format=json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            out, _ = reader.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.kill(int(server.detail["pid"]), signal.SIGKILL)
+            reader.kill()
+            reader.communicate()
+            pytest.fail(f"1 MiB reads at depth {depth} on raid5 stopped flowing")
+        read = json.loads(out)["jobs"][0]["read"]
+        print(f"depth {depth}: {read['bw_bytes'] / 1e6:.1f} MB/s")
+        assert reader.returncode == 0 and read["bw_bytes"] > 100e6
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ disks:
 
 def test_builtins() -> None:
     assert builtin_spec_names() == [
-        "hdd", "raid5", "single-disk", "ssd", "stripe", "three-disks-one-bus",
+        "hdd", "raid0", "raid5", "single-disk", "ssd", "stripe", "three-disks-one-bus",
         "three-hdds-one-bus", "two-buses", "wan", "wan-lossy", "wan-old-buffers",
     ]  # fmt: skip
     for name in builtin_spec_names():
@@ -122,7 +122,7 @@ def test_malformed(text: str, message: str) -> None:
 
 def test_unknown_names(tmp_path: Path) -> None:
     with pytest.raises(
-        BadInput, match="no built-in lab spec 'nope' \\(built-ins: hdd, raid5, single-disk"
+        BadInput, match="no built-in lab spec 'nope' \\(built-ins: hdd, raid0, raid5, single-disk"
     ):
         load_spec("nope")
     with pytest.raises(BadInput, match=r"missing\.yaml: no such spec file"):

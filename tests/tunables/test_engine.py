@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -132,3 +133,26 @@ def test_irq_policy_is_verified_against_its_layout(host: SysTree) -> None:
         assert applied.expected == applied.actual == "40:2 41:3 42:2"
         assert not applied.adjusted
     assert Tunables(host.root).read("irq.affinity", "0000:41:00.0") == "40:0-3 41:0-3 42:0-3"
+
+
+def test_a_device_gone_before_restore_is_journaled_gone_not_a_failure(
+    host: SysTree, journal: Journal
+) -> None:
+    """Its values went with it (a hot-unplugged disk, a removed loop device): the rest is
+    restored, nothing is left open for a later rollback to write onto whatever next takes
+    the name, and no error hides what ended the caller's work."""
+    before = values(host)
+    engine = TunableEngine(host.root, journal)
+    engine.apply(SETTINGS)
+    shutil.rmtree(host.root / "sys/block/loop3")
+    restored = engine.restore()
+    assert [r.key for r in restored] == ["net.ipv4.tcp_rmem", "vm.dirty_ratio"]
+    assert sorted(engine.gone) == [("block.nomerges", "loop3"), ("block.read_ahead_kb", "loop3")]
+    assert engine.changed == []
+    tunables = Tunables(host.root)
+    assert [tunables.read(k, t) for k, t in SETTINGS if t == "host"] == before[1:3]
+    (session,) = journal.sessions()
+    outcomes = {c.key: c.outcome for c in journal.changes(session.id)}
+    assert outcomes == {"block.read_ahead_kb": "gone", "block.nomerges": "gone",
+                        "vm.dirty_ratio": "restored", "net.ipv4.tcp_rmem": "restored"}  # fmt: skip
+    assert journal.open_changes() == []

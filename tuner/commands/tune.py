@@ -149,6 +149,7 @@ def tune(
     cap = None if io_cap is None else io_cap * 10**6
     goal = objective_for(chosen.fio) if objective == "auto" else objective
     console = Console(stderr=as_json)
+    went: list[tuple[str, str]] = []  # values whose device went before they could be restored
     try:
         with ExitStack() as stack:
             trial_target = stack.enter_context(_target(target, destroy_data, chosen, console))
@@ -162,6 +163,7 @@ def tune(
                                 cache=cache)  # fmt: skip
             journal = stack.enter_context(Journal())
             engine = stack.enter_context(TunableEngine(live_sysroot(), journal))
+            went = engine.gone
             stack.enter_context(restore_on_signals(engine))
             live = engine.tunables.sys
             setup = prepare_tune(base, probe_with_settings(live.fs()), trial_target.devices, chosen,
@@ -173,8 +175,10 @@ def tune(
                            before_trial=gate)  # fmt: skip
             result = session.run(setup.baseline, setup.suggested)
     except TrialFault as fault:
-        # The engine's exit has restored every setting by now and emptied its journal.
-        outcome = "settings restored, no plan written" if plan_out else "settings restored"
+        # The engine's exit has restored every setting by now and emptied its journal; those
+        # of a device that went went with it (journaled "gone").
+        outcome = "settings restored" + (", those on the gone device went with it" if went else "")
+        outcome += ", no plan written" if plan_out else ""
         raise fault.reported("tune", outcome) from None
     host = next((m.name for m in setup.topology.of_type(Machine)), "host")
     if plan_out is not None:

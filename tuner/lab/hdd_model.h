@@ -301,12 +301,14 @@ run_commands (struct command *cmds, int n, double arrival)
   }
   for (int pending = n; pending > 0;) {
     double t = now (), next = -1;
+    int freed = 0;
     for (int i = 0; i < n; i++) {
       struct command *c = &cmds[i];
       if (!c->chosen || c->released)
         continue;
       if (c->done <= t) {
         release (c);
+        freed = 1;
         pending--;
         if (c->done > last)
           last = c->done;
@@ -315,6 +317,12 @@ run_commands (struct command *cmds, int n, double arrival)
     }
     if (pending == 0)
       break;
+    /* A release may have chosen another of our own commands on the same drive (a RAID-5
+     * request has two on a member whose units its parity unit splits), one this pass had
+     * already skipped as not chosen: its signal went to no one waiting, so look again
+     * before waiting, or wait forever with the drive held. */
+    if (freed)
+      continue;
     if (next < 0)
       pthread_cond_wait (&w.cond, &lock);
     else {

@@ -14,13 +14,15 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from tuner.errors import IotunerError
 
 IO_ERROR = "I/O error"
 """fio got EIO from the device (a bad region, a server or link that went away)."""
 GONE = "device gone"
-"""The device node or its sysfs entry disappeared during the trial."""
+"""The device's sysfs entry disappeared, or its size fell to 0 (a loop device detached, an
+nbd device disconnected, a medium removed: the node stays, the disk behind it does not)."""
 STALLED = "trial stalled"
 """fio did not finish within the trial's time bound."""
 
@@ -89,9 +91,33 @@ def device_name(path: str) -> str:
     return os.path.basename(path) if path.startswith("/dev/") else path
 
 
+def why_gone(name: str) -> str | None:
+    """Why the block device `name` (a kernel name) is gone, or None while it is there."""
+    entry = f"/sys/class/block/{name}"
+    if not os.path.lexists(entry):
+        return f"no {entry}"
+    try:
+        sectors = Path(entry, "size").read_text().strip()
+    except OSError:
+        return None if os.path.lexists(entry) else f"no {entry}"
+    if sectors == "0":
+        return f"{entry}/size is 0: detached, disconnected or without its medium"
+    return None
+
+
 def gone_devices(devices: tuple[str, ...]) -> list[str]:
-    """Those of `devices` (kernel names) whose sysfs entry has disappeared."""
-    return [name for name in devices if not os.path.lexists(f"/sys/class/block/{name}")]
+    """Those of `devices` (kernel names) that are gone (why_gone)."""
+    return [name for name in devices if why_gone(name) is not None]
+
+
+def require_present(devices: tuple[str, ...]) -> None:
+    """TrialFault (device gone) unless every one of `devices` is there: checked before a
+    trial writes settings, so none is written to a device that has gone (or to a loop
+    device that, detached, another process may take next)."""
+    for name in devices:
+        why = why_gone(name)
+        if why is not None:
+            raise TrialFault(name, GONE, why)
 
 
 def classify(path: str, output: str, devices: tuple[str, ...] = ()) -> str | None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tuner.tunables.access import Saved, Tunables
-from tuner.tunables.base import InvalidValue, TunableError, Value
+from tuner.tunables.base import InvalidValue, TargetGone, TunableError, Value
 from tuner.tunables.journal import Change, Journal
 from tuner.tunables.sysctl import DirtyPair
 from tuner.tunables.sysroot import SysRoot
@@ -82,6 +82,7 @@ class TunableEngine:
         self._open: list[_Entry] = []
         self._session: int | None = None
         self.restored_count = 0  # values put back so far, for "restored N" after a signal
+        self.gone: list[tuple[str, str]] = []  # (key, target) whose target went before restore
 
     # -- apply -----------------------------------------------------------------------------
 
@@ -185,7 +186,8 @@ class TunableEngine:
 
     def restore(self) -> list[Restored]:
         """Put every original back, newest first; raise TunableError naming any that failed
-        (after trying all of them)."""
+        (after trying all of them). A value whose target has gone (TargetGone) is not a
+        failure: it went with its device; it is listed in `gone` and journaled so."""
         return self._restore(list(self._open))
 
     def _restore(self, entries: list[_Entry]) -> list[Restored]:
@@ -202,6 +204,15 @@ class TunableEngine:
                     # nothing, and some attributes refuse even a write of what they hold.
                     if not self._matches(entry):
                         self.tunables.restore(entry.key, entry.target, entry.saved)
+                except TargetGone:
+                    # The device went, and what was set on it with it: nothing to put back,
+                    # now or later (journaled "gone", as recovery does), and no failure to
+                    # hide the fault that ended the trial behind.
+                    if self.journal is not None and entry.change is not None:
+                        self.journal.restored(entry.change, "gone")
+                    self._open.remove(entry)
+                    self.gone.append((entry.key, entry.target))
+                    continue
                 except TunableError as err:
                     refused.append(entry)
                     if last_pass:

@@ -21,13 +21,13 @@ from tuner.search.rounding import rounded
 from tuner.search.simplify import simplest
 from tuner.search.space import APP, Point, SearchSpace, point_key
 from tuner.trials.dataset import CacheModel
-from tuner.trials.faults import TrialFault
+from tuner.trials.faults import GONE, TrialFault, device_name, gone_devices, require_present
 from tuner.trials.fio import AppParams
 from tuner.trials.flags import joined
 from tuner.trials.idle import DevicesBusy
 from tuner.trials.targets import TrialTarget
 from tuner.trials.trial import TrialResult, run_trial
-from tuner.tunables.base import TunableError
+from tuner.tunables.base import TargetGone, TunableError
 from tuner.tunables.engine import TunableEngine
 from tuner.tunables.registry import TUNABLES
 from tuner.tune import guards
@@ -102,8 +102,13 @@ def trial_with(
     """
     # Each trial starts from the host as found and puts it back: the journal then only ever
     # holds true originals, and a kill between trials leaves nothing changed.
+    require_present(target.devices)
     try:
-        applied = engine.apply(dict(settings)) if settings else []
+        try:
+            applied = engine.apply(dict(settings)) if settings else []
+        except TargetGone as err:  # gone since the check: a fault of the device, not ours
+            where = [*gone_devices(target.devices), device_name(target.path)][0]
+            raise TrialFault(where, GONE, str(err)) from None
         had: dict[Setting, Any] = {(a.key, a.target): a.actual for a in applied}
         for device in target.devices:
             for key in DEVICE_SETTINGS:
