@@ -86,3 +86,19 @@ def switch_scheduler(tree: SysTree, device: str, scheduler: str) -> None:
     for old in (tree.root / queue / "iosched").glob("*"):
         old.unlink()
     tree.files(f"{queue}/iosched", {"mq-deadline": DEADLINE, "bfq": BFQ}.get(scheduler, {}))
+
+
+def attach(tree: SysTree, device: str, diskseq: int, backing: str = "/dev/shm/disk.img") -> None:
+    """Make `device` a loop device bound to `backing` as attachment `diskseq`, as the kernel
+    shows it: its diskseq, a size and loop/backing_file. The queue stays as it was (a loop
+    device keeps its settings from one attachment to the next)."""
+    tree.file(f"sys/block/{device}/diskseq", diskseq).file(f"sys/block/{device}/size", 131072)
+    tree.file(f"sys/block/{device}/loop/backing_file", backing)
+
+
+def detach(tree: SysTree, device: str, diskseq: int) -> None:
+    """What `losetup -d` leaves: the next diskseq, size 0, no loop/ directory, the queue kept."""
+    tree.file(f"sys/block/{device}/diskseq", diskseq).file(f"sys/block/{device}/size", 0)
+    for leftover in (tree.root / f"sys/block/{device}/loop").glob("*"):
+        leftover.unlink()
+    (tree.root / f"sys/block/{device}/loop").rmdir()

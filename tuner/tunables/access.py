@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tuner.tunables.base import InvalidValue, Pending, Tunable, Value
+from tuner.tunables.base import InvalidValue, Pending, TargetReplaced, Tunable, Value, message
+from tuner.tunables.diskseq import MAX_DISKSEQ
 from tuner.tunables.naming import target_problem
 from tuner.tunables.sysroot import SysRoot
 from tuner.tunables.table import IMPLEMENTATIONS
@@ -23,10 +24,12 @@ from tuner.tunables.table import IMPLEMENTATIONS
 
 @dataclass(frozen=True)
 class Saved:
-    """A key's value before a change, with the coupled keys a write of it may disturb."""
+    """A key's value before a change, with the coupled keys a write of it may disturb, and
+    the attachment of the device it was read from (its diskseq; None where there is none)."""
 
     original: Value
     coupled: dict[str, Value] = field(default_factory=dict)
+    diskseq: int | None = None
 
 
 def as_value(data: object) -> Value:
@@ -36,6 +39,15 @@ def as_value(data: object) -> Value:
     if isinstance(data, (int, str, tuple)) and not isinstance(data, bool):
         return data
     raise ValueError(f"not a tunable value: {data!r}")
+
+
+def as_diskseq(data: object) -> int | None:
+    """A diskseq back from the journal: None, or an int the kernel could have given."""
+    if data is None:
+        return None
+    if isinstance(data, int) and not isinstance(data, bool) and 0 <= data <= MAX_DISKSEQ:
+        return data
+    raise ValueError(f"not a disk sequence number: {data!r}")
 
 
 def like_reading(model: Value, value: Value) -> Value:
@@ -105,14 +117,27 @@ class Tunables:
         """The current value and those of the keys a write of it may change."""
         impl, name = self.impl(key), self.target(key, target)
         coupled = {other: self.state(other, name) for other in impl.coupled}
-        return Saved(impl.state(self.sys, name), coupled)
+        return Saved(impl.state(self.sys, name), coupled, impl.diskseq(self.sys, name))
+
+    def check_same(self, key: str, target: str, saved: Saved) -> None:
+        """TargetReplaced when `target` is no longer the device `saved` was read from (its
+        name taken by another since), TargetGone when it is not there; nothing for a saved
+        value without a diskseq (a kernel before 5.15, a journal from before it was kept)."""
+        if saved.diskseq is None:
+            return
+        impl, name = self.impl(key), self.target(key, target)
+        why = impl.replaced(self.sys, name, saved.diskseq)
+        if why is not None:
+            raise TargetReplaced(message(key, name, f"{why}: left as it is"))
 
     def restore(self, key: str, target: str, saved: Saved) -> None:
         """Put a saved value back, then the coupled values its tunable did not handle.
 
+        Nothing is written onto another device than the one it was saved from (check_same).
         Every value is checked as a new one would be first (InvalidValue otherwise): a saved
         original comes from the journal, which someone else may have written.
         """
+        self.check_same(key, target, saved)
         impl, name = self.impl(key), self.target(key, target)
         original = impl.check_original(self.sys, name, saved.original, {})
         pending = {(key, name): original}

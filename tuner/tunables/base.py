@@ -65,6 +65,11 @@ class TargetGone(TunableError):
     """The device, interface or function a value belongs to no longer exists."""
 
 
+class TargetReplaced(TargetGone):
+    """Another device holds the target's name now (a loop device detached and attached
+    again by someone else): the value saved from the old one is not written onto it."""
+
+
 class InvalidValue(TunableError, BadInput):
     """A value outside what the kernel accepts for this key and target; exit 2."""
 
@@ -161,6 +166,17 @@ class Tunable:
         """The udev rule assignment that sets `value` when the device appears, for a key
         persisted by udev (registry.py); a TunableError for any other."""
         raise TunableError(f"{self.key} is not persisted by a udev rule")
+
+    def diskseq(self, sys: SysRoot, target: str) -> int | None:
+        """Which attachment of `target` this is (a block device's diskseq,
+        tuner/tunables/diskseq.py), journaled with an original; None where the target has
+        no such number."""
+        return None
+
+    def replaced(self, sys: SysRoot, target: str, diskseq: int) -> str | None:
+        """Why `target` is no longer the attachment `diskseq` a value was saved from, or None
+        while it is (TargetGone when the target is not there at all)."""
+        return None
 
     def check_original(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
         """A saved original about to be written back, checked as a new value is: the journal

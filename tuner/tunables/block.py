@@ -15,6 +15,7 @@ from probes.block import parse_scheduler, read_queue
 from probes.hostfs import digits
 from tuner.topology.model import QueueSettings
 from tuner.tunables.base import ABSENT, UINT_MAX, Pending, Tunable, Value
+from tuner.tunables.diskseq import disk_sequence, replaced
 from tuner.tunables.domain import Dimension, SpaceContext, widened
 from tuner.tunables.sysroot import SysRoot
 
@@ -55,6 +56,15 @@ class BlockTunable(Tunable):
     def write(self, sys: SysRoot, target: str, value: Value) -> None:
         """Write the attribute as text."""
         self.write_attr(sys, target, self.rel(sys, target), str(value))
+
+    def diskseq(self, sys: SysRoot, target: str) -> int | None:
+        """/sys/block/DEV/diskseq (None before Linux 5.15)."""
+        return disk_sequence(sys, self.target_name(target))
+
+    def replaced(self, sys: SysRoot, target: str, diskseq: int) -> str | None:
+        """Why DEV is another attachment than `diskseq` now (tuner/tunables/diskseq.py)."""
+        self.queue(sys, target)
+        return replaced(sys, self.target_name(target), diskseq)
 
     def kernel_path(self, sys: SysRoot, target: str) -> str:
         """/sys/block/DEV/queue/ATTR."""
