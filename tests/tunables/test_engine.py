@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.sysfs_tree import SysTree
+from tests.tunables.hostroot import attach, detach
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import InvalidValue, TunableError
 from tuner.tunables.engine import TunableEngine
@@ -156,3 +157,71 @@ def test_a_device_gone_before_restore_is_journaled_gone_not_a_failure(
     assert outcomes == {"block.read_ahead_kb": "gone", "block.nomerges": "gone",
                         "vm.dirty_ratio": "restored", "net.ipv4.tcp_rmem": "restored"}  # fmt: skip
     assert journal.open_changes() == []
+
+
+def test_a_device_whose_name_another_took_before_restore_is_left_to_it(
+    host: SysTree, journal: Journal
+) -> None:
+    """loop3 detached mid-trial and attached again by someone else (losetup -f): the new
+    device keeps what it has, the change is closed 'gone' (no later rollback writes it
+    either), and the engine says why in one line per value."""
+    attach(host, "loop3", 12)
+    before = values(host)
+    engine = TunableEngine(host.root, journal)
+    engine.apply(SETTINGS)
+    detach(host, "loop3", 13)
+    attach(host, "loop3", 14, backing="/srv/someone-else.img")
+    restored = engine.restore()
+    assert [r.key for r in restored] == ["net.ipv4.tcp_rmem", "vm.dirty_ratio"]
+    assert values(host) == [4096, *before[1:3], 2], "the new device's values untouched"
+    assert sorted(engine.gone) == [("block.nomerges", "loop3"), ("block.read_ahead_kb", "loop3")]
+    assert engine.replaced == [
+        f"{key} on loop3: the device was replaced since the change (diskseq 12 then, 14 now): "
+        "left as it is"
+        for key in ("block.read_ahead_kb", "block.nomerges")
+    ]
+    (session,) = journal.sessions()
+    assert {c.key: (c.outcome, c.saved.diskseq) for c in journal.changes(session.id)} == {
+        "block.read_ahead_kb": ("gone", 12), "block.nomerges": ("gone", 12),
+        "vm.dirty_ratio": ("restored", None), "net.ipv4.tcp_rmem": ("restored", None)}  # fmt: skip
+    assert journal.open_changes() == []
+
+
+def test_the_same_values_on_a_new_device_are_not_taken_for_restored(
+    host: SysTree, journal: Journal
+) -> None:
+    """The new attachment happens to hold the originals: still another device's, so
+    'gone', not 'restored'."""
+    attach(host, "loop3", 12)
+    engine = TunableEngine(host.root, journal)
+    engine.apply({("block.read_ahead_kb", "loop3"): 4096})
+    attach(host, "loop3", 14)
+    Tunables(host.root).write("block.read_ahead_kb", "loop3", 128)
+    assert engine.restore() == []
+    assert engine.gone == [("block.read_ahead_kb", "loop3")]
+    assert [c.outcome for c in journal.changes(journal.sessions()[0].id)] == ["gone"]
+
+
+def test_a_loop_device_detached_and_left_free_gets_its_originals_back(
+    host: SysTree, journal: Journal
+) -> None:
+    """Detached, nobody's: its queue goes to whoever attaches next, so it gets back what
+    was found (a loop device keeps its settings between attachments)."""
+    attach(host, "loop3", 12)
+    before = values(host)
+    engine = TunableEngine(host.root, journal)
+    engine.apply(SETTINGS)
+    detach(host, "loop3", 13)
+    assert len(engine.restore()) == 4
+    assert values(host) == before
+    assert engine.gone == engine.replaced == []
+
+
+def test_without_a_diskseq_restore_goes_by_name_as_before(host: SysTree, journal: Journal) -> None:
+    """A kernel before 5.15 numbers no attachment: nothing to compare, the name decides."""
+    before = values(host)
+    engine = TunableEngine(host.root, journal)
+    engine.apply(SETTINGS)
+    assert {c.saved.diskseq for c in journal.changes(journal.sessions()[0].id)} == {None}
+    assert len(engine.restore()) == 4
+    assert values(host) == before

@@ -6,6 +6,7 @@ way a tune can: SIGKILL, SIGTERM, Ctrl-C, or an exit without restoring.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -18,9 +19,11 @@ from pathlib import Path
 import pytest
 
 from tests.cli import iotuner
+from tests.fixtures.journal_v1 import write_journal_v1
 from tests.loopdev import loop_device
 from tests.netns import host_sysctl, network_namespace, sysctl_in
 from tests.sysfs_tree import SysTree
+from tests.tunables.hostroot import attach, detach
 from tuner.process import process_start_time
 from tuner.tunables.access import Tunables
 from tuner.tunables.engine import TunableEngine
@@ -185,6 +188,83 @@ def test_a_vanished_device_is_closed_and_a_refusal_kept_open(state: Path, host: 
     with Journal() as journal:
         assert [r.outcome for r in recover(engine_factory(journal), journal)] == ["restored"]
     assert Tunables(host.root).read("vm.dirty_ratio", "host") == 20
+
+
+def test_a_device_whose_name_another_took_after_kill_9_is_left_to_it(
+    state: Path, host: SysTree
+) -> None:
+    """The tune died; loop3 was detached and someone attached their own file as loop3. The
+    next command writes nothing onto it, says so in one line, and closes the change."""
+    attach(host, "loop3", 12)
+    child(host.root, "exit", "block.read_ahead_kb=loop3=4096", "vm.dirty_ratio=host=40").wait()
+    detach(host, "loop3", 13)
+    attach(host, "loop3", 14, backing="/srv/someone-else.img")
+    result = iotuner("history", state=state)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        "iotuner: dropped block.read_ahead_kb on loop3: the device was replaced since the "
+        "change (diskseq 12 then, 14 now): left as it is",
+        "iotuner: restored vm.dirty_ratio on host to 20 (left by session 1)",
+    ]
+    tunables = Tunables(host.root)
+    assert tunables.read("block.read_ahead_kb", "loop3") == 4096, "the new device's own"
+    assert tunables.read("vm.dirty_ratio", "host") == 20
+    with Journal() as journal:
+        assert journal.open_changes() == []
+        assert [c.outcome for c in journal.changes(1)] == ["restored", "gone"]
+
+
+def test_rollback_of_a_replaced_device_says_so_and_is_no_failure(
+    state: Path, host: SysTree
+) -> None:
+    attach(host, "loop3", 12)
+    child(host.root, "exit", "block.nomerges=loop3=2").wait()
+    attach(host, "loop3", 15)
+    result = iotuner("rollback", state=state)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "dropped block.nomerges on loop3: the device was replaced since the change "
+        "(diskseq 12 then, 15 now): left as it is"
+    ]
+    assert Tunables(host.root).read("block.nomerges", "loop3") == 2
+
+
+# -- a journal an older iotuner wrote ----------------------------------------------------------
+
+
+def test_a_schema_1_journal_gains_the_column_and_still_rolls_back(
+    state: Path, host: SysTree
+) -> None:
+    """Written before diskseq was kept: its block change restores by name, as it did."""
+    attach(host, "loop3", 12)
+    tunables = Tunables(host.root)
+    tunables.write("block.read_ahead_kb", "loop3", 4096)
+    tunables.write("vm.dirty_ratio", "host", 40)
+    left = [("block.read_ahead_kb", "loop3", 128, 4096), ("vm.dirty_ratio", "host", 20, 40)]
+    write_journal_v1(state / "state.db", host.root, left)
+    result = iotuner("rollback", "--json", state=state)
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert [(c["key"], c["outcome"]) for c in doc["changes"]] == [
+        ("vm.dirty_ratio", "restored"), ("block.read_ahead_kb", "restored")]  # fmt: skip
+    assert tunables.read("block.read_ahead_kb", "loop3") == 128
+    assert tunables.read("vm.dirty_ratio", "host") == 20
+    db = sqlite3.connect(state / "state.db")
+    try:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert db.execute("SELECT diskseq FROM changes").fetchall() == [(None,), (None,)]
+    finally:
+        db.close()
+    # Opened again (as every command does): nothing to add, nothing refused.
+    with Journal() as journal:
+        assert len(journal.changes(1)) == 2
+
+
+def test_a_newer_journals_version_is_not_lowered(state: Path) -> None:
+    with Journal() as journal:
+        journal.db.execute("PRAGMA user_version=7")
+    with Journal() as journal:
+        assert journal.db.execute("PRAGMA user_version").fetchone()[0] == 7
 
 
 # -- killed on a real loop device ------------------------------------------------------------

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tuner.tunables.access import Saved, Tunables
-from tuner.tunables.base import InvalidValue, TargetGone, TunableError, Value
+from tuner.tunables.base import InvalidValue, TargetGone, TargetReplaced, TunableError, Value
 from tuner.tunables.journal import Change, Journal
 from tuner.tunables.sysctl import DirtyPair
 from tuner.tunables.sysroot import SysRoot
@@ -83,6 +83,7 @@ class TunableEngine:
         self._session: int | None = None
         self.restored_count = 0  # values put back so far, for "restored N" after a signal
         self.gone: list[tuple[str, str]] = []  # (key, target) whose target went before restore
+        self.replaced: list[str] = []  # why, for those of `gone` whose name another device took
 
     # -- apply -----------------------------------------------------------------------------
 
@@ -187,7 +188,9 @@ class TunableEngine:
     def restore(self) -> list[Restored]:
         """Put every original back, newest first; raise TunableError naming any that failed
         (after trying all of them). A value whose target has gone (TargetGone) is not a
-        failure: it went with its device; it is listed in `gone` and journaled so."""
+        failure: it went with its device; it is listed in `gone` and journaled so. So is one
+        whose name another device has taken since (TargetReplaced): it is not written, and
+        `replaced` says why, in one line each."""
         return self._restore(list(self._open))
 
     def _restore(self, entries: list[_Entry]) -> list[Restored]:
@@ -200,18 +203,24 @@ class TunableEngine:
             refused: list[_Entry] = []
             for entry in pending:
                 try:
+                    # First: a device that took the name since is someone else's, whatever
+                    # it holds (TargetReplaced, a TargetGone).
+                    self.tunables.check_same(entry.key, entry.target, entry.saved)
                     # Unchanged values are not written again: a write that failed changed
                     # nothing, and some attributes refuse even a write of what they hold.
                     if not self._matches(entry):
                         self.tunables.restore(entry.key, entry.target, entry.saved)
-                except TargetGone:
-                    # The device went, and what was set on it with it: nothing to put back,
-                    # now or later (journaled "gone", as recovery does), and no failure to
-                    # hide the fault that ended the trial behind.
+                except TargetGone as err:
+                    # The device went, and what was set on it with it (or another took its
+                    # name, and what it holds is its own): nothing to put back, now or later
+                    # (journaled "gone", as recovery does), and no failure to hide the fault
+                    # that ended the trial behind.
                     if self.journal is not None and entry.change is not None:
                         self.journal.restored(entry.change, "gone")
                     self._open.remove(entry)
                     self.gone.append((entry.key, entry.target))
+                    if isinstance(err, TargetReplaced):
+                        self.replaced.append(str(err))
                     continue
                 except TunableError as err:
                     refused.append(entry)
@@ -268,7 +277,9 @@ class TunableEngine:
 
     def restore_saved(self, key: str, target: str, saved: Saved) -> bool:
         """Put back one saved original unless it (and its coupled values) are already there;
-        True when something was written."""
+        True when something was written. TargetReplaced (a TargetGone) when another device
+        has taken the target's name since: nothing is written onto it."""
+        self.tunables.check_same(key, target, saved)
         entry = _Entry(None, key, target, saved)
         if self._matches(entry):
             return False

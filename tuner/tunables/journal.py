@@ -27,7 +27,7 @@ from typing import Any, Protocol
 # The signal helpers live beside the journal; callers import them from here.
 from tuner.process import boot_id, process_start_time
 from tuner.state import state_dir, trusted_database, trusted_parents
-from tuner.tunables.access import Saved, as_value
+from tuner.tunables.access import Saved, as_diskseq, as_value
 from tuner.tunables.base import TargetGone, TunableError, Value
 from tuner.tunables.signals import Interrupted, restore_on_signals
 
@@ -41,7 +41,9 @@ __all__ = [
     "restore_on_signals",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""PRAGMA user_version: 1 the first; 2 adds changes.diskseq. A journal an older iotuner wrote
+is brought up to date when opened (ADDED_COLUMNS); its rows restore as they did."""
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -66,10 +68,14 @@ CREATE TABLE IF NOT EXISTS changes (
     restored_at TEXT,
     kept_at TEXT,                -- left in place on purpose (apply); recovery skips it
     outcome TEXT,                -- restored, reboot, gone, kept
+    diskseq INTEGER,             -- the block device's attachment (NULL: none, or schema 1)
     UNIQUE (session, seq)
 );
 CREATE INDEX IF NOT EXISTS changes_open ON changes (restored_at, kept_at);
 """
+ADDED_COLUMNS: dict[str, str] = {"diskseq": "INTEGER"}
+"""Columns of `changes` added since schema 1, with their types: a journal written before gets
+them when opened, NULL in its old rows (which restore by name, as before)."""
 
 
 @dataclass(frozen=True)
@@ -135,7 +141,10 @@ class Journal:
         self.db.execute("PRAGMA synchronous=FULL")
         # Every statement is IF NOT EXISTS: several processes may open a new database at once.
         self.db.executescript(_SCHEMA)
-        self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        self.add_columns("changes", ADDED_COLUMNS)
+        # Never lowered: a newer iotuner's journal keeps its number (and its columns).
+        if self.db.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+            self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         self._sessions: dict[str, int] = {}
 
     @contextlib.contextmanager
@@ -148,6 +157,20 @@ class Journal:
             self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
+
+    def add_columns(self, table: str, columns: dict[str, str]) -> None:
+        """Add those of `columns` (name: type) that `table` lacks, as a journal an older
+        iotuner wrote does; checked again inside the transaction, so two processes opening
+        it at once add each column once."""
+        if not self._lacking(table, columns):
+            return
+        with self.transaction():
+            for name in self._lacking(table, columns):
+                self.db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {columns[name]}")
+
+    def _lacking(self, table: str, columns: dict[str, str]) -> list[str]:
+        have = {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
+        return [name for name in columns if name not in have]
 
     def close(self) -> None:
         """Close the connection."""
@@ -193,8 +216,8 @@ class Journal:
             ).fetchone()
             for seq, (key, target, saved, new) in enumerate(entries, start=int(row[0]) + 1):
                 cursor = self.db.execute(
-                    "INSERT INTO changes (session, seq, key, target, original, coupled, new)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO changes (session, seq, key, target, original, coupled, new,"
+                    " diskseq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         session,
                         seq,
@@ -203,6 +226,7 @@ class Journal:
                         _dump(saved.original),
                         json.dumps(saved.coupled),
                         _dump(new),
+                        saved.diskseq,
                     ),
                 )
                 ids.append(int(cursor.lastrowid or 0))
@@ -252,7 +276,7 @@ class Journal:
         """Changes neither restored nor kept, newest first (the order to undo them in)."""
         sql = (
             "SELECT id, session, seq, key, target, original, coupled, new, written_at,"
-            " restored_at, kept_at, outcome FROM changes"
+            " restored_at, kept_at, outcome, diskseq FROM changes"
             " WHERE restored_at IS NULL AND kept_at IS NULL"
         )
         rows = self.db.execute(sql + " ORDER BY id DESC").fetchall()
@@ -263,7 +287,7 @@ class Journal:
         """Every change of one session, in the order they were journaled."""
         rows = self.db.execute(
             "SELECT id, session, seq, key, target, original, coupled, new, written_at,"
-            " restored_at, kept_at, outcome FROM changes WHERE session = ? ORDER BY seq",
+            " restored_at, kept_at, outcome, diskseq FROM changes WHERE session = ? ORDER BY seq",
             (session,),
         ).fetchall()
         return [_change(row) for row in rows]
@@ -289,7 +313,7 @@ def _change(row: tuple[Any, ...]) -> Change:
         seq=row[2],
         key=row[3],
         target=row[4],
-        saved=Saved(as_value(json.loads(row[5])), coupled),
+        saved=Saved(as_value(json.loads(row[5])), coupled, as_diskseq(row[12])),
         new=None if new is None else as_value(new),
         written_at=row[8],
         restored_at=row[9],
