@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.apply.hosts import identity_host
+from tests.apply.hosts import BACKING, identity_host
 from tests.cli import iotuner
+from tests.fixtures.journal_v1 import write_journal_v1
 from tests.sysfs_tree import SysTree
+from tests.tunables.hostroot import attach, detach
 from tuner.apply import changeset
 from tuner.apply.render import SYSCTL_CONF, UDEV_RULES, Rendered, render
 from tuner.plan import Plan, PlanEntry
@@ -149,3 +151,43 @@ def test_history_prints_paths_whole_and_one_time_format(
     # Applied and rolled back, both as local 'YYYY-MM-DD HH:MM:SS' (no 'T', no UTC offset).
     assert re.fullmatch(r"#1  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d  rolled back \d{4}-\d\d-\d\d "
                         r"\d\d:\d\d:\d\d", head), head  # fmt: skip
+
+
+def test_undo_writes_nothing_onto_a_device_that_took_the_name(
+    host: SysTree, conf: Path, state: Path
+) -> None:
+    """The apply's loop3 was detached and another file attached as loop3: its values are its
+    own now; the undo says so for each and puts back the rest."""
+    attach(host, "loop3", 12, backing=BACKING)
+    rendered = render(PLAN, root=host.root, conf_root=conf)
+    with Journal(state / "state.db") as journal:
+        apply_id = changeset.begin(journal, rendered, plan_text="p", plan_path="p.yaml",
+                                   root=host.root)  # fmt: skip
+        write_all(rendered, host.root)
+        changeset.finish(journal, apply_id, "applied")
+        detach(host, "loop3", 13)
+        attach(host, "loop3", 14, backing="/srv/someone-else.img")
+        problems = changeset.undo(journal, apply_id)
+    assert problems == [
+        f"{key} on loop3: the device was replaced since the change (diskseq 12 then, 14 now): "
+        "left as it is"
+        for key in ("block.nr_requests", "block.scheduler")
+    ]
+    assert live(host.root) == ["mq-deadline", 512, 10]
+    assert (conf / SYSCTL_CONF).read_bytes() == OLD_SYSCTL
+
+
+def test_a_pending_apply_of_a_schema_1_journal_is_still_undone(host: SysTree, state: Path) -> None:
+    """Journaled before apply_values kept a diskseq: the next command adds the column and
+    undoes the set by name, as it did."""
+    attach(host, "loop3", 12, backing=BACKING)
+    Tunables(host.root).write("block.nr_requests", "loop3", 64)
+    write_journal_v1(state / "state.db", host.root, [],
+                     applied=[("block.nr_requests", "loop3", 128, 64)])  # fmt: skip
+    result = iotuner("history", state=state)
+    assert result.returncode == 0, result.stderr
+    assert "iotuner: rolled back apply 1, interrupted before it finished" in result.stderr
+    assert Tunables(host.root).read("block.nr_requests", "loop3") == 128
+    with Journal(state / "state.db") as journal:
+        rows = journal.db.execute("SELECT key, diskseq FROM apply_values").fetchall()
+    assert rows == [("block.nr_requests", None)]

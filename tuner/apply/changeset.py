@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.apply.render import MANAGED_FILES, Rendered
-from tuner.tunables.access import Saved, Tunables, as_value
+from tuner.tunables.access import Saved, Tunables, as_diskseq, as_value
 from tuner.tunables.base import TunableError, Value
 from tuner.tunables.engine import TunableEngine
 from tuner.tunables.journal import Journal, now
@@ -60,9 +60,12 @@ CREATE TABLE IF NOT EXISTS apply_values (
     original TEXT NOT NULL,      -- JSON
     coupled TEXT NOT NULL,       -- JSON object
     new TEXT NOT NULL,           -- JSON: what the plan sets
+    diskseq INTEGER,             -- the block device's attachment (NULL: none, or older)
     PRIMARY KEY (apply, seq)
 );
 """
+VALUE_COLUMNS_ADDED: dict[str, str] = {"diskseq": "INTEGER"}
+"""Columns of `apply_values` added since its first form: a journal without them gets them."""
 
 OWNER_COMMANDS = frozenset({"iotuner", "ansible-playbook"})
 
@@ -100,6 +103,7 @@ class SavedFile:
 
 def _ensure(journal: Journal) -> None:
     journal.db.executescript(_SCHEMA)
+    journal.add_columns("apply_values", VALUE_COLUMNS_ADDED)
 
 
 def find_owner() -> int:
@@ -164,10 +168,11 @@ def begin(
             )  # fmt: skip
         for seq, (setting, original) in enumerate(zip(rendered.live, originals, strict=True)):
             journal.db.execute(
-                "INSERT INTO apply_values VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO apply_values (apply, seq, key, target, original, coupled, new,"
+                " diskseq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (apply_id, seq, setting.key, setting.target, _dump(original.original),
                  json.dumps({k: _plain(v) for k, v in original.coupled.items()}),
-                 _dump(setting.value)),
+                 _dump(setting.value), original.diskseq),
             )  # fmt: skip
     return apply_id
 
@@ -334,12 +339,14 @@ def _saved_files(journal: Journal, apply_id: int) -> list[SavedFile]:
 
 def _saved_values(journal: Journal, apply_id: int) -> list[tuple[str, str, Saved]]:
     rows = journal.db.execute(
-        "SELECT key, target, original, coupled FROM apply_values WHERE apply = ? ORDER BY seq",
+        "SELECT key, target, original, coupled, diskseq FROM apply_values WHERE apply = ?"
+        " ORDER BY seq",
         (apply_id,),
     ).fetchall()
     return [
         (r[0], r[1], Saved(as_value(json.loads(r[2])),
-                           {k: as_value(v) for k, v in json.loads(r[3]).items()}))
+                           {k: as_value(v) for k, v in json.loads(r[3]).items()},
+                           as_diskseq(r[4])))
         for r in rows
     ]  # fmt: skip
 
