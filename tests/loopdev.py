@@ -53,8 +53,44 @@ def loop_device(size_mb: int = 64) -> Iterator[str]:
             make_fresh(name)
             yield name
         finally:
-            _put_back(name, found)
-            subprocess.run(["losetup", "--detach", device], check=False)
+            # A test may detach it: the name is then anyone's, and what another process
+            # attached under it is left alone.
+            mine = backing_file(name) == str(backing)
+            if mine or backing_file(name) is None:
+                _put_back(name, found)
+            if mine:
+                subprocess.run(["losetup", "--detach", device], check=False)
+    finally:
+        backing.unlink(missing_ok=True)
+
+
+def backing_file(name: str) -> str | None:
+    """The file loop device `name` is attached to, None while it is free."""
+    try:
+        text = Path(f"/sys/block/{name}/loop/backing_file").read_text().strip()
+    except OSError:
+        return None
+    return text.removesuffix(" (deleted)")
+
+
+@contextmanager
+def attached_as(name: str, size_mb: int = 16) -> Iterator[Path]:
+    """A new file attached to the free loop device `name` (`losetup /dev/NAME FILE`), as the
+    next user who takes a freed name would; skips the test when another process took the
+    name first (theirs then, never touched). Detached, if still this file's, and removed."""
+    backing = Path(f"/dev/shm/iotuner-test-{uuid.uuid4().hex[:12]}.img")
+    with backing.open("wb") as f:
+        f.truncate(size_mb << 20)
+    try:
+        taken = subprocess.run(["losetup", f"/dev/{name}", str(backing)], capture_output=True,
+                               text=True)  # fmt: skip
+        if taken.returncode != 0:
+            pytest.skip(f"{name} was taken by another process first: {taken.stderr.strip()}")
+        try:
+            yield backing
+        finally:
+            if backing_file(name) == str(backing):
+                subprocess.run(["losetup", "--detach", f"/dev/{name}"], check=False)
     finally:
         backing.unlink(missing_ok=True)
 

@@ -20,7 +20,8 @@ import pytest
 
 from tests.cli import iotuner
 from tests.fixtures.journal_v1 import write_journal_v1
-from tests.loopdev import loop_device
+from tests.journal_child import parse
+from tests.loopdev import attached_as, backing_file, loop_device
 from tests.netns import host_sysctl, network_namespace, sysctl_in
 from tests.sysfs_tree import SysTree
 from tests.tunables.hostroot import attach, detach
@@ -326,6 +327,95 @@ def test_sigterm_and_ctrl_c_restore_by_themselves(
     assert read_all("/", settings) == before
     with Journal() as journal:
         assert journal.open_changes() == []
+
+
+# -- a loop device's name taken by another file ---------------------------------------------
+
+REPLACED = "the device was replaced since the change"
+
+
+def replaced_lines(loop: str, keys: tuple[str, ...], then: int) -> list[str]:
+    """The lines a restore says, one per value it left to the new device."""
+    now = int(Path(f"/sys/block/{loop}/diskseq").read_text())
+    return [f"{key} on {loop}: {REPLACED} (diskseq {then} then, {now} now): left as it is"
+            for key in keys]  # fmt: skip
+
+
+def need_diskseq(loop: str) -> int:
+    """The loop device's diskseq; skip on a kernel before 5.15, which has none."""
+    path = Path(f"/sys/block/{loop}/diskseq")
+    if not path.exists():
+        pytest.skip("needs Linux 5.15 or later (/sys/block/NAME/diskseq)")
+    return int(path.read_text())
+
+
+@pytest.mark.lab
+def test_restore_leaves_a_loop_device_attached_again_to_its_new_file(
+    state: Path, loop: str
+) -> None:
+    """A trial's device is detached and another file attached under its name (as another
+    process's `losetup` would): the restore writes nothing onto it and says why."""
+    settings = loop_settings(loop)
+    then = need_diskseq(loop)
+    with Journal() as journal:
+        engine = TunableEngine(Path("/"), journal)
+        engine.apply(dict(parse(settings)))
+        subprocess.run(["losetup", "--detach", f"/dev/{loop}"], check=True)
+        with attached_as(loop):
+            # A loop device keeps its queue from one file to the next: the new one runs
+            # with the trial's values, and they are its user's business now.
+            assert read_all("/", settings) == [4096, "mq-deadline", 64]
+            assert engine.restore() == []
+            assert engine.replaced == replaced_lines(
+                loop, ("block.read_ahead_kb", "block.nr_requests", "block.scheduler"), then
+            )
+            assert read_all("/", settings) == [4096, "mq-deadline", 64]
+            assert journal.open_changes() == []
+
+
+@pytest.mark.lab
+def test_kill_9_then_a_new_file_under_the_name_then_rollback_writes_nothing(
+    state: Path, loop: str
+) -> None:
+    settings = loop_settings(loop)
+    then = need_diskseq(loop)
+    proc = child("/", "sleep", *settings)
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait() == -signal.SIGKILL
+    subprocess.run(["losetup", "--detach", f"/dev/{loop}"], check=True)
+    with attached_as(loop):
+        result = iotuner("rollback", state=state)
+        assert result.returncode == 0, result.stderr
+        keys = ("block.read_ahead_kb", "block.nr_requests", "block.scheduler")
+        assert result.stdout.splitlines() == [
+            f"dropped {line}" for line in replaced_lines(loop, keys, then)
+        ]
+        assert read_all("/", settings) == [4096, "mq-deadline", 64]
+        again = iotuner("rollback", state=state)
+        assert (again.returncode, again.stdout.strip()) == (0, "nothing to roll back")
+
+
+@pytest.mark.lab
+def test_kill_9_then_a_detach_then_rollback_puts_the_free_devices_values_back(
+    state: Path, loop: str
+) -> None:
+    """Detached and not attached again: nobody's, and its next user takes its queue as it is
+    left, so it gets back what was found (as before diskseq was kept)."""
+    settings = loop_settings(loop)
+    need_diskseq(loop)
+    before = read_all("/", settings)
+    proc = child("/", "sleep", *settings)
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait() == -signal.SIGKILL
+    subprocess.run(["losetup", "--detach", f"/dev/{loop}"], check=True)
+    result = iotuner("rollback", state=state)
+    if backing_file(loop) is not None:
+        # Another process's `losetup -f` took the freed name first: the rollback left it
+        # alone (as the tests above show), and there is nothing here to measure.
+        pytest.skip(f"{loop} was taken by another process: {result.stdout.strip()}")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("restored ") == 3, result.stdout
+    assert read_all("/", settings) == before
 
 
 # -- killed while a network namespace's sysctl is changed --------------------------------------
