@@ -348,9 +348,11 @@ def recover(
 
     `engine_factory(root)` gives what writes below that session's root. Changes of an earlier
     boot are closed without writing (runtime values do not survive a reboot, and device names
-    may now mean other devices); a target or root that no longer exists is closed as "gone";
-    any other failure is reported and left open for the next try. `include_live` also takes the
-    sessions of running processes (`iotuner rollback --all`), never this process's own.
+    may now mean other devices); a target or root that no longer exists is closed as "gone",
+    and so is a block device whose name another device has taken since (its diskseq differs:
+    nothing is written onto it); any other failure is reported and left open for the next
+    try. `include_live` also takes the sessions of running processes (`iotuner rollback
+    --all`), never this process's own.
     """
     own = journal is None
     journal = journal if journal is not None else Journal()
