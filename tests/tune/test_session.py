@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.loopdev import loop_device
+from tests.loopdev import attached_as, loop_device
 from tuner.rules.installed import load_rule_base
 from tuner.search.confirm import Confirmation
 from tuner.search.space import Dimension, SearchSpace
+from tuner.trials.faults import GONE, TrialFault
 from tuner.trials.targets import TrialTarget
 from tuner.tunables.engine import TunableEngine
 from tuner.tunables.journal import Journal
-from tuner.tune.session import Tune, TuneConfig, _left_out, _with_rules
+from tuner.tune.session import Tune, TuneConfig, _left_out, _with_rules, trial_with
 from tuner.tune.setup import current_point
 
 
@@ -46,6 +47,32 @@ def test_the_search_spends_no_trial_on_the_baseline_it_already_measured(state: P
     assert (searched[0].phase, searched[0].settings) == ("initial", recommended)
     assert all(t.settings != baseline for t in searched)
     assert after == before
+
+
+@pytest.mark.lab
+def test_a_device_that_took_the_targets_name_is_neither_tuned_nor_read(state: Path) -> None:
+    """The target's loop device detached and its name taken by another file (another
+    process's `losetup`): the next trial stops, device gone, before writing that device's
+    queue or running fio on it."""
+    workload = load_rule_base().workload("stream-read")
+    assert workload is not None
+    with loop_device(64) as name:
+        target = TrialTarget.device(f"/dev/{name}")
+        assert target.attachments and target.attachments[0] is not None
+        subprocess.run(["losetup", "-d", f"/dev/{name}"], check=True, timeout=30)
+        with attached_as(name):
+            ra = Path(f"/sys/block/{name}/queue/read_ahead_kb")
+            theirs = ra.read_text().strip()
+            wanted = {("block.read_ahead_kb", name): 4096 if theirs != "4096" else 8192}
+            with (
+                Journal() as journal,
+                TunableEngine(Path("/"), journal) as engine,
+                pytest.raises(TrialFault) as err,
+            ):
+                trial_with(engine, wanted, target, workload, None, 1.0, 0.0)
+            assert ra.read_text().strip() == theirs
+    assert (err.value.device, err.value.kind) == (name, GONE)
+    assert "replaced since the tune began (diskseq" in str(err.value)
 
 
 def test_confirmation_keeps_a_slot_for_the_rules_point_one_trial_ranked_low() -> None:

@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tuner.errors import IotunerError
+from tuner.tunables.diskseq import disk_sequence
+from tuner.tunables.sysroot import live_sysroot
 
 IO_ERROR = "I/O error"
 """fio got EIO from the device (a bad region, a server or link that went away)."""
@@ -110,13 +112,23 @@ def gone_devices(devices: tuple[str, ...]) -> list[str]:
     return [name for name in devices if why_gone(name) is not None]
 
 
-def require_present(devices: tuple[str, ...]) -> None:
-    """TrialFault (device gone) unless every one of `devices` is there: checked before a
-    trial writes settings, so none is written to a device that has gone (or to a loop
-    device that, detached, another process may take next)."""
+def require_present(devices: tuple[str, ...], attachments: tuple[int | None, ...] = ()) -> None:
+    """TrialFault (device gone) unless every one of `devices` is there, and still the
+    attachment it was when the tune began (`attachments`: each one's diskseq then, None where
+    the kernel has none): checked before a trial writes settings, so none is written to a
+    device that has gone, nor to another device that took its name since (a loop device
+    detached and attached again by another process), which fio would then read or write."""
     for name in devices:
         why = why_gone(name)
         if why is not None:
+            raise TrialFault(name, GONE, why)
+    for name, then in zip(devices, attachments, strict=False):
+        if then is None:
+            continue
+        now = disk_sequence(live_sysroot(), name)
+        if now != then:
+            shown = "none" if now is None else str(now)
+            why = f"replaced since the tune began (diskseq {then} then, {shown} now)"
             raise TrialFault(name, GONE, why)
 
 

@@ -26,6 +26,8 @@ from tuner.trials.blockdev import (
     mount_of_path,
 )
 from tuner.trials.safety import check_disposable, check_scratch_directory
+from tuner.tunables.diskseq import disk_sequence
+from tuner.tunables.sysroot import live_sysroot
 from tuner.units import human_bytes
 
 SCRATCH_PREFIX = "iotuner-scratch"
@@ -43,7 +45,9 @@ class TrialTarget:
     `path`: what fio opens; `devices`: kernel names of the block devices whose /proc/diskstats
     count its I/O; `size_bytes`: the region trials may use; `writable`: writes allowed;
     `directory`: the scratch file's directory (fio makes multi-file data sets there);
-    `user_file`: the user's own file, which read-only trials read as it is.
+    `user_file`: the user's own file, which read-only trials read as it is; `attachments`:
+    each device's diskseq when the target was resolved (None where the kernel has none), so a
+    trial can tell the device from another that took its name since.
     """
 
     path: str
@@ -52,6 +56,7 @@ class TrialTarget:
     writable: bool
     directory: str | None = None
     user_file: bool = False
+    attachments: tuple[int | None, ...] = ()
 
     @property
     def is_scratch(self) -> bool:
@@ -87,7 +92,8 @@ class TrialTarget:
             raise BadInput(f"{path}: no such device or it is empty (size 0)")
         if destroy_data:
             check_disposable(path)
-        return cls(path=path, devices=(name,), size_bytes=size, writable=destroy_data)
+        return cls(path=path, devices=(name,), size_bytes=size, writable=destroy_data,
+                   attachments=_attachments((name,)))  # fmt: skip
 
     @classmethod
     def file(cls, path: str | Path) -> TrialTarget:
@@ -102,7 +108,7 @@ class TrialTarget:
             raise BadInput(f"{where}: the file is empty: nothing to read")
         devices = _block_devices_under(where)
         return cls(path=str(where.resolve()), devices=devices, size_bytes=size, writable=False,
-                   user_file=True)  # fmt: skip
+                   user_file=True, attachments=_attachments(devices))  # fmt: skip
 
     @classmethod
     @contextmanager
@@ -130,6 +136,7 @@ class TrialTarget:
             size_bytes=size,
             writable=True,
             directory=str(private),
+            attachments=_attachments(devices),
         )
         try:
             _fill(Path(target.path), size)
@@ -178,3 +185,9 @@ def _fill(path: Path, size: int) -> None:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
+
+
+def _attachments(devices: tuple[str, ...]) -> tuple[int | None, ...]:
+    """Each device's diskseq now (None where the kernel numbers none)."""
+    sys = live_sysroot()
+    return tuple(disk_sequence(sys, name) for name in devices)

@@ -102,7 +102,7 @@ def trial_with(
     """
     # Each trial starts from the host as found and puts it back: the journal then only ever
     # holds true originals, and a kill between trials leaves nothing changed.
-    require_present(target.devices)
+    require_present(target.devices, target.attachments)
     try:
         try:
             applied = engine.apply(dict(settings)) if settings else []
