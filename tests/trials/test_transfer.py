@@ -69,6 +69,9 @@ def test_parse_a_real_report() -> None:
     assert 95 < result.rtt_ms < 150
     assert result.max_cwnd_bytes > 2_000_000  # more than the 2.5 MB path holds, less ACK-clocked
     assert result.congestion
+    assert 100 <= result.min_rtt_ms <= result.rtt_ms  # the path's own RTT, without queues
+    assert result.max_snd_wnd_bytes > 2_500_000  # the receiver let a whole BDP fly
+    assert result.limits is None  # sampled while iperf3 runs, not in its report
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ from typing import Any
 
 from tuner.errors import BadInput, IotunerError
 from tuner.lab.model import LabNetwork
+from tuner.trials.tcp_limits import LimitSampler, TcpLimits
 
 IPERF3_MISSING = "iperf3 not found: install the Debian package iperf3"
 MAX_OUTPUT_BYTES = 4 << 20
@@ -96,6 +97,9 @@ class TransferResult:
     `committed_mbit` (memory to disk, disk to disk): the received file's bytes over the time
     from the start until they were on the disk (fsync after iperf3 ends), since iperf3's
     buffered writes would otherwise only show the page cache; 0 without a receive file.
+    `min_rtt_ms` is the least RTT the sender saw (the path's own, without queues) and
+    `max_snd_wnd_bytes` the largest window the receiver advertised; `limits` what held the
+    sender back, as its kernel counted it (tcp_limits.py; None when no sample was taken).
     """
 
     kind: str
@@ -110,6 +114,14 @@ class TransferResult:
     sender_cpu_percent: float
     receiver_cpu_percent: float
     committed_mbit: float = 0.0
+    min_rtt_ms: float = 0.0
+    max_snd_wnd_bytes: int = 0
+    limits: TcpLimits | None = None
+
+    @property
+    def goodput_mbit(self) -> float:
+        """What reached its end: the committed rate when a file was written, else received."""
+        return self.committed_mbit if self.kind.endswith("-to-disk") else self.received_mbit
 
 
 def check_options(options: TransferOptions) -> None:
@@ -154,7 +166,9 @@ def run_transfer(ends: Ends, options: TransferOptions) -> TransferResult:
     try:
         _wait_listening(ends)
         started = time.monotonic()
-        result = parse_result(_run_client(ends, options, budget), options.kind)
+        with LimitSampler(ends.sender_ns, ends.address, ends.port) as sampler:
+            data = _run_client(ends, options, budget)
+        result = replace(parse_result(data, options.kind), limits=sampler.last)
     finally:
         _end(server)
     if options.receive_file:
@@ -222,6 +236,7 @@ def parse_result(data: dict[str, Any], kind: str) -> TransferResult:
         )
         cpu = end.get("cpu_utilization_percent", {})
         rtts = [_number(s.get("mean_rtt", 0)) for s in streams]
+        least = [_number(s["min_rtt"]) for s in streams if "min_rtt" in s]
         return TransferResult(
             kind=kind,
             seconds=round(_number(received["seconds"]), 3),
@@ -236,6 +251,10 @@ def parse_result(data: dict[str, Any], kind: str) -> TransferResult:
             congestion=str(end.get("sender_tcp_congestion", ""))[:16],
             sender_cpu_percent=round(_number(cpu.get("host_total", 0)), 1),
             receiver_cpu_percent=round(_number(cpu.get("remote_total", 0)), 1),
+            min_rtt_ms=round(min(least) / 1000, 3) if least else 0.0,
+            max_snd_wnd_bytes=int(
+                max((_number(s.get("max_snd_wnd", 0)) for s in streams), default=0)
+            ),
         )
     except (AttributeError, KeyError, TypeError, ValueError, ZeroDivisionError) as err:
         raise TransferError(f"iperf3's JSON is missing or malformed at {err}") from None
