@@ -129,6 +129,12 @@ def tune(
     readers there (unless --workload or --fio-job says otherwise) and tears it down. Every
     setting changed during trials is journaled first and restored at the end (also on Ctrl-C
     and SIGTERM; after kill -9, by the next iotuner command or `iotuner rollback`).
+    With --workload disk-to-network and no --target, tunes a bulk transfer between the
+    network lab's two ends instead (the lab that is up, or wan-old-buffers for the length of
+    the tune): iperf3 trials scored in Mbit/s received (committed to the receiver's disk where
+    it has one), both ends' TCP buffers and congestion control searched, and the result
+    explained as Hughes-Jones and Dallison did: the window the path needs, the window the
+    hosts allow, the part that caps the transfer and what would lift it.
     A read-only --fio-job naming an existing file reads that file. A buffered reader's trials
     cache the share of their data production's page cache holds (--data-set, --cache-memory).
     Exit codes: 0 done, 1 a trial failed (a fault of the device: an I/O error, the device
