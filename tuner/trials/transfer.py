@@ -94,9 +94,10 @@ class TransferResult:
     `received_mbit` is the receiver's goodput over the measured seconds, `intervals_mbit` the
     sender's per second (their spread shows a steady path or a sawtooth); `rtt_ms` and
     `max_cwnd_bytes` are the sender's TCP view (mean smoothed RTT, largest congestion window).
-    `committed_mbit` (memory to disk, disk to disk): the received file's bytes over the time
-    from the start until they were on the disk (fsync after iperf3 ends), since iperf3's
-    buffered writes would otherwise only show the page cache; 0 without a receive file.
+    `committed_mbit` (memory to disk, disk to disk): the bytes of the measured seconds over
+    the time until they were on the disk (`committed`: fsync after iperf3 ends), since
+    iperf3's buffered writes would otherwise only show the page cache; 0 without a receive
+    file.
     `min_rtt_ms` is the least RTT the sender saw (the path's own, without queues) and
     `max_snd_wnd_bytes` the largest window the receiver advertised; `limits` what held the
     sender back, as its kernel counted it (tcp_limits.py; None when no sample was taken).
@@ -165,17 +166,33 @@ def run_transfer(ends: Ends, options: TransferOptions) -> TransferResult:
     )
     try:
         _wait_listening(ends)
-        started = time.monotonic()
         with LimitSampler(ends.sender_ns, ends.address, ends.port) as sampler:
             data = _run_client(ends, options, budget)
+        ended = time.monotonic()
         result = replace(parse_result(data, options.kind), limits=sampler.last)
     finally:
         _end(server)
     if options.receive_file:
-        size = _fsync(options.receive_file)
-        elapsed = time.monotonic() - started
-        result = replace(result, committed_mbit=round(size * 8 / elapsed / 1e6, 3))
+        _fsync(options.receive_file)
+        result = replace(result, committed_mbit=committed(result, time.monotonic() - ended))
     return result
+
+
+def committed(result: TransferResult, flush_s: float) -> float:
+    """Mbit/s on the receiver's disk: the bytes received in the measured seconds over those
+    seconds plus the time the flush after them took (`flush_s`: from the client's end until
+    fsync returned).
+
+    Every byte of the window is on the disk by then. Against the disk's true rate it errs
+    both ways by little: low when the disk spent part of the window on pages left from the
+    seconds iperf3 left out, high by what it wrote during iperf3's closing exchange (a few
+    round trips between the window's end and the client's), at most the pages the receiver
+    may keep dirty (the lab's disks: a quarter second of writes, 5 % of a 5 s window). The
+    whole file over the whole run, the earlier figure, counted slow start as disk time:
+    0.72-0.82 of the disk's write on a 100 ms path while the disk wrote at its rate.
+    """
+    window = result.received_mbit * result.seconds
+    return round(window / (result.seconds + max(flush_s, 0.0)), 3) if result.seconds else 0.0
 
 
 def client_command(ends: Ends, options: TransferOptions) -> list[str]:
