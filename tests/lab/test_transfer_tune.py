@@ -92,6 +92,7 @@ def test_options_of_fio_trials_are_refused_in_one_line(state: Path) -> None:
     bad = iotuner("tune", "--workload", "disk-to-network", "--io-cap", "10")
     assert bad.returncode == 2
     assert "--io-cap" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
-    plan = iotuner("tune", "--workload", "disk-to-network", "--plan-out", str(state / "p.yaml"))
+    plan = iotuner("tune", "--workload", "disk-to-network", "--plan-out",
+                   str(state.parent / "p.yaml"))  # fmt: skip
     assert plan.returncode == 2 and "the lab's namespaces are gone" in plan.stderr
     assert not (state / "lab.json").exists()  # refused before any lab came up
