@@ -37,6 +37,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "iotuner tune --target /data --workload stream-write",
         "iotuner tune --target /dev/sdb --destroy-data /dev/sdb --workload stream-write",
         "iotuner tune --fio-job db.fio --cache-memory 8G   # a database reading its own file",
+        "iotuner tune --workload disk-to-network   # both ends of the network lab's path",
         "iotuner tune --json --plan-out plan.yaml",
     ),
     "apply": (

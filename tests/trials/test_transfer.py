@@ -7,6 +7,7 @@ The JSON fixture is a real iperf3 3.12 client report from the lab's `wan` path (
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from tuner.trials.transfer import (
     TransferOptions,
     check_options,
     client_command,
+    committed,
     parse_result,
 )
 
@@ -70,6 +72,9 @@ def test_parse_a_real_report() -> None:
     assert 100 <= result.min_rtt_ms <= result.rtt_ms  # the least smoothed RTT: the path's 100 ms
     assert result.max_cwnd_bytes > 2_000_000  # more than the 2.5 MB path holds, less ACK-clocked
     assert result.congestion
+    assert 100 <= result.min_rtt_ms <= result.rtt_ms  # the path's own RTT, without queues
+    assert result.max_snd_wnd_bytes > 2_500_000  # the receiver let a whole BDP fly
+    assert result.limits is None  # sampled while iperf3 runs, not in its report
 
 
 @pytest.mark.parametrize(
@@ -88,3 +93,13 @@ def test_malformed_reports_are_one_line_errors(mangle: object) -> None:
     with pytest.raises(TransferError) as err:
         parse_result(data, "memory-to-memory")
     assert "\n" not in str(err.value)
+
+
+def test_committed_is_the_windows_bytes_over_the_window_and_the_flush() -> None:
+    data = json.loads((DATA / "iperf3-wan.json").read_text())
+    result = parse_result(data, "memory-to-disk")
+    # No flush left: the disk kept up with what arrived.
+    assert committed(result, 0.0) == pytest.approx(result.received_mbit, rel=1e-4)
+    # A flush as long as the window: the disk took twice the time the network did.
+    assert committed(result, result.seconds) == pytest.approx(result.received_mbit / 2, rel=1e-4)
+    assert committed(replace(result, seconds=0.0), 1.0) == 0.0

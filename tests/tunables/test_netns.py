@@ -18,10 +18,12 @@ from tuner.errors import BadInput
 from tuner.plan import Plan, PlanEntry, check_plan
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import InvalidValue, TargetGone, TunableError
+from tuner.tunables.domain import SpaceContext
 from tuner.tunables.engine import TunableEngine
 from tuner.tunables.naming import target_problem
 from tuner.tunables.netns import name_problem, namespace_of
 from tuner.tunables.sysroot import CommandFailed, SysRoot
+from tuner.tunables.table import IMPLEMENTATIONS
 
 RMEM = "net.ipv4.tcp_rmem"
 OLD = "4096 87380 174760"
@@ -156,3 +158,24 @@ def test_a_namespace_that_is_gone_is_a_target_gone() -> None:
         pass
     with pytest.raises(TargetGone, match=f"no network namespace {name} \\(/run/netns/{name}\\)"):
         Tunables(Path("/")).read(RMEM, f"netns:{name}")
+
+
+@pytest.mark.lab
+def test_a_transfer_tune_searches_inside_the_namespace_what_it_holds(namespace: str) -> None:
+    """The dimensions read the namespace's own values: its max as the low end (its min and
+    default kept) and, for congestion control, the algorithms the host allows there."""
+    sys = SysRoot(Path("/"))
+    target = f"netns:{namespace}"
+    context = SpaceContext(tcp=True, tcp_window_high=64 << 20)
+    low, default, high = map(int, sysctl_in(namespace, RMEM).split())
+    rmem = IMPLEMENTATIONS[RMEM].dimension(sys, target, context)
+    assert rmem is not None
+    assert (rmem.target, rmem.low, rmem.high, rmem.kept) == (target, high, 64 << 20,
+                                                             (low, default))  # fmt: skip
+    cc = IMPLEMENTATIONS["net.ipv4.tcp_congestion_control"].dimension(sys, target, context)
+    allowed = sysctl_in(namespace, "net.ipv4.tcp_allowed_congestion_control").split()
+    current = sysctl_in(namespace, "net.ipv4.tcp_congestion_control")
+    if len(set([current, *allowed])) < 2:
+        assert cc is None
+    else:
+        assert cc is not None and cc.choices == tuple(dict.fromkeys([current, *allowed]))

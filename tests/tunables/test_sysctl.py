@@ -120,3 +120,46 @@ def test_no_dirty_dimension_without_memory_to_size_it_or_a_writer(tunables: Tuna
         )
         is None
     )
+
+
+# -- what a transfer tune may try: the socket buffers' max and the congestion control --------
+
+TCP = SpaceContext(tcp=True, tcp_window_high=64 * MIB)
+
+
+def test_socket_buffer_dimensions_search_the_max_up_from_where_it_is(tunables: Tunables) -> None:
+    rmem = IMPLEMENTATIONS["net.ipv4.tcp_rmem"].dimension(tunables.sys, "host", TCP)
+    assert rmem == Dimension("net.ipv4.tcp_rmem", "host", "int", 6291456, 64 * MIB, log=True,
+                             kept=(4096, 131072))  # fmt: skip
+    assert rmem.part((4096, 131072, 6291456)) == 6291456  # the baseline is the max in force
+    # A trial writes the whole triple: min and default as found, the searched max.
+    assert rmem.whole(16 * MIB) == (4096, 131072, 16 * MIB)
+
+
+def test_a_default_above_a_searched_max_follows_it_down() -> None:
+    dim = Dimension("net.ipv4.tcp_wmem", "host", "int", 65536, MIB, log=True,
+                    kept=(4096, 131072))  # fmt: skip
+    assert dim.whole(65536) == (4096, 65536, 65536)
+
+
+def test_no_socket_buffer_dimension_for_disk_workloads_or_at_the_bound(
+    host: SysTree, tunables: Tunables
+) -> None:
+    for key in ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_congestion_control"):
+        assert IMPLEMENTATIONS[key].dimension(tunables.sys, "host", SpaceContext()) is None
+    host.file("proc/sys/net/ipv4/tcp_rmem", "4096 131072 67108864")
+    assert IMPLEMENTATIONS["net.ipv4.tcp_rmem"].dimension(tunables.sys, "host", TCP) is None
+
+
+def test_congestion_control_is_searched_among_those_loaded(
+    host: SysTree, tunables: Tunables
+) -> None:
+    host.file("proc/sys/net/ipv4/tcp_available_congestion_control", "reno cubic bbr")
+    dim = IMPLEMENTATIONS["net.ipv4.tcp_congestion_control"].dimension(tunables.sys, "host", TCP)
+    assert dim == Dimension("net.ipv4.tcp_congestion_control", "host", "categorical",
+                            choices=("cubic", "reno", "bbr"))  # fmt: skip
+    host.file("proc/sys/net/ipv4/tcp_available_congestion_control", "cubic")
+    assert (
+        IMPLEMENTATIONS["net.ipv4.tcp_congestion_control"].dimension(tunables.sys, "host", TCP)
+        is None
+    )

@@ -47,6 +47,9 @@ MAIN_JOB_WORKLOAD = "concurrent-streams"
 read by four buffered sequential readers at once, where every switch between streams is a
 seek and the readahead window decides how much each seek brings (docs/tune.md)."""
 DEFAULT_WORKLOAD = "stream-read"
+TRANSFER_WORKLOAD = "disk-to-network"
+"""Without --target, this workload tunes a transfer between the network lab's two ends
+(tuner/commands/tune_transfer.py); with one, it reads the target as a sender's disk would."""
 IDLE_WAIT_S = 60.0
 """How long --idle-below waits before a trial for the devices to get idle (then it stops)."""
 
@@ -126,6 +129,12 @@ def tune(
     readers there (unless --workload or --fio-job says otherwise) and tears it down. Every
     setting changed during trials is journaled first and restored at the end (also on Ctrl-C
     and SIGTERM; after kill -9, by the next iotuner command or `iotuner rollback`).
+    With --workload disk-to-network and no --target, tunes a bulk transfer between the
+    network lab's two ends instead (the lab that is up, or wan-old-buffers for the length of
+    the tune): iperf3 trials scored in Mbit/s received (committed to the receiver's disk where
+    it has one), both ends' TCP buffers and congestion control searched, and the result
+    explained as Hughes-Jones and Dallison did: the window the path needs, the window the
+    hosts allow, the part that caps the transfer and what would lift it.
     A read-only --fio-job naming an existing file reads that file. A buffered reader's trials
     cache the share of their data production's page cache holds (--data-set, --cache-memory).
     Exit codes: 0 done, 1 a trial failed (a fault of the device: an I/O error, the device
@@ -146,6 +155,15 @@ def tune(
     # scikit-optimize and scipy take seconds to import: only `tune` pays for them.
     from tuner.tune.session import Tune, TuneConfig
 
+    if chosen.name == TRANSFER_WORKLOAD and fio_job is None and main_job:
+        _transfer_only(objective, app_params, idle_below, io_cap, data_set, cache_memory)
+        from tuner.commands.tune_transfer import tune_transfer
+        from tuner.tune.objective import TRANSFER
+
+        config = TuneConfig(budget=budget, time_s=time_s, runtime_s=runtime, ramp_s=ramp,
+                            objective=TRANSFER, seed=seed)  # fmt: skip
+        tune_transfer(chosen, config, as_json=as_json, plan_out=plan_out)
+        return
     cap = None if io_cap is None else io_cap * 10**6
     goal = objective_for(chosen.fio) if objective == "auto" else objective
     console = Console(stderr=as_json)
@@ -196,6 +214,16 @@ def tune(
     else:
         console.print(render_summary(result))
         print_changes(console, result)
+
+
+def _transfer_only(objective: str, app: bool, *options: object) -> None:
+    """BadInput when a transfer tune is given an option that concerns fio's trials only."""
+    if objective != "auto" or app or any(option is not None for option in options):
+        raise BadInput(
+            f"--workload {TRANSFER_WORKLOAD} on the lab tunes a transfer (its score is Mbit/s "
+            "received): --objective, --app-params, --idle-below, --io-cap, --data-set and "
+            "--cache-memory concern fio's trials"
+        )
 
 
 def _idle_gate(

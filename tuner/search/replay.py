@@ -74,7 +74,10 @@ class Landscape:
         doc = json.loads(path.read_text())
         if doc.get("version") != LANDSCAPE_VERSION:
             raise ValueError(f"{path}: unknown landscape version {doc.get('version')!r}")
-        dims = tuple(Dimension(**{**d, "choices": tuple(d["choices"])}) for d in doc["dimensions"])
+        dims = tuple(
+            Dimension(**{**d, "choices": tuple(d["choices"]), "kept": tuple(d.get("kept", ()))})
+            for d in doc["dimensions"]
+        )
         space = SearchSpace(dims, doc.get("none_depth", {}))
         points = tuple({(k, t): v for k, t, v in row["point"]} for row in doc["grid"])
         samples = tuple(tuple(float(x) for x in row["samples"]) for row in doc["grid"])

@@ -108,11 +108,16 @@ class SearchSpace:
         chosen = point.get((Scheduler.key, target))
         return chosen is None or chosen == impl.scheduler
 
-    def host_settings(self, point: Mapping[tuple[str, str], Value]) -> Point:
+    def host_settings(
+        self, point: Mapping[tuple[str, str], Value]
+    ) -> dict[tuple[str, str], Value | tuple[int, ...]]:
         """What a trial at `point` writes on the host: its settings without the application's
-        parameters and without the scheduler parameters its scheduler does not have."""
+        parameters and without the scheduler parameters its scheduler does not have, each
+        as the whole value the key takes (a searched tcp_rmem max with its min and default:
+        `Dimension.whole`)."""
+        dims = {d.name: d for d in self.dimensions}
         return {
-            name: value
+            name: dims[name].whole(value) if name in dims else value
             for name, value in point.items()
             if name[1] != APP and self.active(point, name)
         }

@@ -25,6 +25,7 @@ from typing import Any
 
 from tuner.errors import BadInput, IotunerError
 from tuner.lab.model import LabNetwork
+from tuner.trials.tcp_limits import LimitSampler, TcpLimits
 
 IPERF3_MISSING = "iperf3 not found: install the Debian package iperf3"
 MAX_OUTPUT_BYTES = 4 << 20
@@ -92,11 +93,14 @@ class TransferResult:
 
     `received_mbit` is the receiver's goodput over the measured seconds, `intervals_mbit` the
     sender's per second (their spread shows a steady path or a sawtooth); `rtt_ms` and
-    `max_cwnd_bytes` are the sender's TCP view (mean smoothed RTT, largest congestion window),
-    `min_rtt_ms` the least smoothed RTT any stream saw (nearest the path's empty-queue RTT).
-    `committed_mbit` (memory to disk, disk to disk): the received file's bytes over the time
-    from the start until they were on the disk (fsync after iperf3 ends), since iperf3's
-    buffered writes would otherwise only show the page cache; 0 without a receive file.
+    `max_cwnd_bytes` are the sender's TCP view (mean smoothed RTT, largest congestion window).
+    `committed_mbit` (memory to disk, disk to disk): the bytes of the measured seconds over
+    the time until they were on the disk (`committed`: fsync after iperf3 ends), since
+    iperf3's buffered writes would otherwise only show the page cache; 0 without a receive
+    file.
+    `min_rtt_ms` is the least RTT the sender saw (the path's own, without queues) and
+    `max_snd_wnd_bytes` the largest window the receiver advertised; `limits` what held the
+    sender back, as its kernel counted it (tcp_limits.py; None when no sample was taken).
     """
 
     kind: str
@@ -112,6 +116,13 @@ class TransferResult:
     receiver_cpu_percent: float
     committed_mbit: float = 0.0
     min_rtt_ms: float = 0.0
+    max_snd_wnd_bytes: int = 0
+    limits: TcpLimits | None = None
+
+    @property
+    def goodput_mbit(self) -> float:
+        """What reached its end: the committed rate when a file was written, else received."""
+        return self.committed_mbit if self.kind.endswith("-to-disk") else self.received_mbit
 
 
 def check_options(options: TransferOptions) -> None:
@@ -150,15 +161,33 @@ def run_transfer(ends: Ends, options: TransferOptions) -> TransferResult:
     )
     try:
         _wait_listening(ends)
-        started = time.monotonic()
-        result = run_client(ends, options)
+        with LimitSampler(ends.sender_ns, ends.address, ends.port) as sampler:
+            data = _client_json(ends, options)
+        ended = time.monotonic()
+        result = replace(parse_result(data, options.kind), limits=sampler.last)
     finally:
         _end(server)
     if options.receive_file:
-        size = _fsync(options.receive_file)
-        elapsed = time.monotonic() - started
-        result = replace(result, committed_mbit=round(size * 8 / elapsed / 1e6, 3))
+        _fsync(options.receive_file)
+        result = replace(result, committed_mbit=committed(result, time.monotonic() - ended))
     return result
+
+
+def committed(result: TransferResult, flush_s: float) -> float:
+    """Mbit/s on the receiver's disk: the bytes received in the measured seconds over those
+    seconds plus the time the flush after them took (`flush_s`: from the client's end until
+    fsync returned).
+
+    Every byte of the window is on the disk by then. Against the disk's true rate it errs
+    both ways by little: low when the disk spent part of the window on pages left from the
+    seconds iperf3 left out, high by what it wrote during iperf3's closing exchange (a few
+    round trips between the window's end and the client's), at most the pages the receiver
+    may keep dirty (the lab's disks: a quarter second of writes, 5 % of a 5 s window). The
+    whole file over the whole run, the earlier figure, counted slow start as disk time:
+    0.72-0.82 of the disk's write on a 100 ms path while the disk wrote at its rate.
+    """
+    window = result.received_mbit * result.seconds
+    return round(window / (result.seconds + max(flush_s, 0.0)), 3) if result.seconds else 0.0
 
 
 def client_command(ends: Ends, options: TransferOptions) -> list[str]:
@@ -251,6 +280,9 @@ def parse_result(data: dict[str, Any], kind: str) -> TransferResult:
             sender_cpu_percent=round(_number(cpu.get("host_total", 0)), 1),
             receiver_cpu_percent=round(_number(cpu.get("remote_total", 0)), 1),
             min_rtt_ms=round(min(least) / 1000, 3) if least else 0.0,
+            max_snd_wnd_bytes=int(
+                max((_number(s.get("max_snd_wnd", 0)) for s in streams), default=0)
+            ),
         )
     except (AttributeError, KeyError, TypeError, ValueError, ZeroDivisionError) as err:
         raise TransferError(f"iperf3's JSON is missing or malformed at {err}") from None

@@ -21,6 +21,8 @@ class Dimension:
 
     Int values are multiples of `step` (read_ahead_kb moves in 4 KB pages), or powers of two
     when `pow2` (fio block sizes); both make the optimiser's grid the one the kernel sees.
+    `kept` is set for a setting of several words of which the last one is searched (tcp_rmem's
+    max): the words before it, written as they are (`whole`), so a point stays one int.
     """
 
     key: str
@@ -32,6 +34,7 @@ class Dimension:
     choices: tuple[Value, ...] = ()
     step: int = 1
     pow2: bool = False
+    kept: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind == "categorical":
@@ -85,6 +88,21 @@ class Dimension:
             return self.snap(round(self.low * (self.high / self.low) ** unit))
         return self.snap(round(self.low + unit * (self.high - self.low)))
 
+    def part(self, value: object) -> object:
+        """The searched part of a value as read: the last word for a `kept` dimension (the
+        max of a (min, default, max) triple), the value itself otherwise."""
+        if self.kept and isinstance(value, tuple) and value:
+            return value[-1]
+        return value
+
+    def whole(self, value: Value) -> Value | tuple[int, ...]:
+        """What a trial writes for a point's `value`: the kept words and the value (each kept
+        word no larger than it, so a triple stays ascending), or the value itself."""
+        if not self.kept:
+            return value
+        last = int(value)
+        return (*(min(word, last) for word in self.kept), last)
+
     def distance(self, a: Value, b: Value) -> float:
         """How far apart two values are: 0 or 1 for choices, the unit-scale gap for ints."""
         if self.kind == "categorical":
@@ -121,6 +139,9 @@ class SpaceContext:
     IOPS): where completion placement and merge attempts cost CPU per request
     (block.rq_affinity, block.nomerges). `buffered` says its I/O goes through the page cache:
     writeback throttling (block.wbt_lat_usec) acts on buffered writes only.
+    `tcp` says the workload moves its data over TCP (a transfer: tuner/tune/transfer.py): the
+    socket buffers' max is searched from its current value up to `tcp_window_high` bytes, and
+    the congestion control among the algorithms the target may pick.
     """
 
     dirtyable: int | None = None
@@ -132,6 +153,8 @@ class SpaceContext:
     none_depth: Mapping[str, int] = field(default_factory=dict)
     small_random: bool = False
     buffered: bool = True
+    tcp: bool = False
+    tcp_window_high: int = 64 << 20
 
     def searches(self, key: str) -> bool:
         """True when the tune varies `key`."""

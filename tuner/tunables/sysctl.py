@@ -291,6 +291,30 @@ class TcpMem(Sysctl):
 
     read_kind = "triple"
 
+    def dimension(self, sys: SysRoot, target: str, context: SpaceContext) -> Dimension | None:
+        """The max, on a log scale from the current max up to `context.tcp_window_high`;
+        min and default kept as they are (`Dimension.kept`).
+
+        Only the max decides how far autotuning may grow a connection's window, which is what
+        caps one stream at window / RTT (paper 003); the min matters under memory pressure and
+        the default for short connections, neither of which a bulk transfer's trial can feel.
+        Never below the current max: a smaller window cannot carry more on a path, and the
+        host as it is stays a point. None unless the workload moves data over TCP, when the
+        target's value cannot be read, or when the current max is already at the bound.
+        """
+        if not context.tcp:
+            return None
+        try:
+            current = self.read(sys, target)
+        except TunableError:
+            return None
+        if not isinstance(current, tuple) or len(current) != 3:
+            return None
+        low, high = current[2], min(max(context.tcp_window_high, 1), INT_MAX)
+        if high <= low:
+            return None
+        return Dimension(self.key, target, "int", low, high, log=True, kept=current[:2])
+
     def read(self, sys: SysRoot, target: str) -> Value:
         """The triple as a tuple of three ints."""
         text = self.text(sys, target)
@@ -360,6 +384,25 @@ class CongestionControl(Sysctl):
     def read(self, sys: SysRoot, target: str) -> Value:
         """The algorithm's name."""
         return self.text(sys, target)
+
+    def dimension(self, sys: SysRoot, target: str, context: SpaceContext) -> Dimension | None:
+        """The algorithms the target may pick (inside a namespace, those the host allows
+        there; on the host, those loaded), the current one first. None unless the workload
+        moves data over TCP, or when there is nothing else to pick."""
+        if not context.tcp:
+            return None
+        try:
+            current = self.as_name(target, self.read(sys, target))
+            key = "net.ipv4.tcp_allowed_congestion_control"
+            if namespace_of(target) is None:
+                key = "net.ipv4.tcp_available_congestion_control"
+            offered = self.text(sys, target, key).split()
+        except TunableError:
+            return None
+        choices = tuple(dict.fromkeys([current, *offered]))
+        if len(choices) < 2:
+            return None
+        return Dimension(self.key, target, "categorical", choices=choices)
 
     def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
         """A name in tcp_available_congestion_control; inside a namespace, one of

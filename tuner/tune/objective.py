@@ -18,6 +18,10 @@ from tuner.trials.trial import TrialResult
 from tuner.tune.result import TrialRecord
 
 OBJECTIVES = ("throughput", "iops", "latency")
+TRANSFER = "transfer"
+"""A transfer tune's objective (not a --objective choice): Mbit/s that reached the receiver,
+committed to its disk where it writes a file (tuner/tune/transfer.py). Its trials carry the
+same figure as MB/s in `mbps`, so records and confirmation compare it like any throughput."""
 SMALL_BLOCK = 64 << 10
 """The largest request of a "small random" workload, judged by IOPS."""
 P99_RISE = 0.25
@@ -50,7 +54,9 @@ class Objective:
         return -math.log(max(self.score(result), 1e-9))
 
     def shown(self, score: float) -> str:
-        """A score as people read it: "101.2 MB/s", "352 IOPS", "4120 µs p99"."""
+        """A score as people read it: "101.2 MB/s", "352 IOPS", "4120 µs p99", "190.3 Mbit/s"."""
+        if self.name == TRANSFER:
+            return f"{score:.1f} Mbit/s"
         if self.name == "latency":
             return f"{1e6 / score:.0f} µs p99" if score > 0 else "no p99"
         if self.name == "iops":
@@ -59,6 +65,8 @@ class Objective:
 
 
 def _score(name: str, mbps: float, iops: float, p99_us: float | None) -> float:
+    if name == TRANSFER:
+        return mbps * 8
     if name == "iops":
         return iops
     if name == "latency":
@@ -74,6 +82,8 @@ def objective_named(name: str) -> Objective:
         return Objective("iops", "IOPS", p99_rise=P99_RISE)
     if name == "latency":
         return Objective("latency", "µs p99")
+    if name == TRANSFER:
+        return Objective(TRANSFER, "Mbit/s")
     raise ValueError(f"unknown objective {name!r}: use {', '.join(OBJECTIVES)}")
 
 

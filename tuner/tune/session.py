@@ -128,48 +128,42 @@ Runner = Callable[[Point], PointTrial]
 """Runs one trial at a point (host settings and application parameters) and restores."""
 
 
-class Tune:
-    """Measures points on one target; `run` drives the search and returns the result.
+class Search:
+    """Measures points through `runner`; `run` drives the search and returns the result.
+
+    What a trial is belongs to the runner: one fio job on a target (`Tune`), or a transfer
+    between two hosts (tuner/tune/transfer.py). Baseline, search, confirmation, the guards'
+    verdicts and the never-worse rule are the same for every kind. `label` and `workload`
+    name what was tuned in the result.
 
     `before_trial` runs before every trial (tune --idle-below waits for idle devices there);
     when it raises DevicesBusy the search stops early and the result keeps the baseline.
-    `runner` replaces the real trial (applied through `engine`, run with fio) where a test
-    drives the search over a synthetic landscape.
     """
 
     def __init__(
         self,
-        target: TrialTarget,
-        workload: Workload,
+        label: str,
+        workload: str,
         space: SearchSpace,
-        engine: TunableEngine,
         config: TuneConfig,
+        runner: Runner,
         on_trial: Callable[[TrialRecord], None] = lambda record: None,
         before_trial: Callable[[], object] = lambda: None,
-        runner: Runner | None = None,
     ) -> None:
-        self.target = target
-        self.workload = workload
+        self.label = label
+        self.workload_name = workload
         self.space = space
-        self.engine = engine
         self.config = config
         self.objective: Objective = objective_named(config.objective)
         self.on_trial = on_trial
         self.before_trial = before_trial
-        self.runner = runner or self._real_trial
+        self.runner = runner
         self.records: list[TrialRecord] = []
         # A capped random reader's trials start from the ramp the baseline needed to settle
         # its cache (tuner/trials/settle.py), instead of each finding it out by running twice.
         self.ramp_s = config.ramp_s
 
     # -- one measurement -------------------------------------------------------------------
-
-    def _real_trial(self, point: Point) -> PointTrial:
-        host = self.space.host_settings(point)
-        config = self.config
-        return trial_with(self.engine, host, self.target, self.workload, _app_params(point),
-                          config.runtime_s, self.ramp_s, config.io_cap_bytes,
-                          config.cache)  # fmt: skip
 
     def measure(self, point: Point, phase: str) -> TrialResult:
         """Run one trial at the point, record it (for a search trial, with what the search
@@ -282,8 +276,8 @@ class Tune:
         if outcome.note:
             reason = f"{reason}; {outcome.note}"
         return TuneResult(
-            target=self.target.path,
-            workload=self.workload.name,
+            target=self.label,
+            workload=self.workload_name,
             objective=self.objective.name,
             unit=self.objective.unit,
             baseline_settings=dict(baseline),
@@ -349,6 +343,37 @@ class Tune:
             return candidates
         return [rounded(point, baseline, lambda points: optimizer.predict(points) or [],
                         self.space, noise) for point in candidates]  # fmt: skip
+
+
+class Tune(Search):
+    """A search whose trials run the workload's fio job on one target, the host's settings
+    applied through `engine` (`trial_with`). `runner` replaces the real trial where a test
+    drives the search over a synthetic landscape.
+    """
+
+    def __init__(
+        self,
+        target: TrialTarget,
+        workload: Workload,
+        space: SearchSpace,
+        engine: TunableEngine,
+        config: TuneConfig,
+        on_trial: Callable[[TrialRecord], None] = lambda record: None,
+        before_trial: Callable[[], object] = lambda: None,
+        runner: Runner | None = None,
+    ) -> None:
+        self.target = target
+        self.workload = workload
+        self.engine = engine
+        super().__init__(target.path, workload.name, space, config, runner or self._real_trial,
+                         on_trial, before_trial)  # fmt: skip
+
+    def _real_trial(self, point: Point) -> PointTrial:
+        host = self.space.host_settings(point)
+        config = self.config
+        return trial_with(self.engine, host, self.target, self.workload, _app_params(point),
+                          config.runtime_s, self.ramp_s, config.io_cap_bytes,
+                          config.cache)  # fmt: skip
 
 
 def _refusals(outcome: Confirmation) -> tuple[str, ...]:

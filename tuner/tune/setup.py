@@ -145,7 +145,8 @@ def _cut(dim: Dimension, low: object, high: object, current: Value | None) -> Di
 def current_point(
     space: SearchSpace, tunables: Tunables, workload: Workload, dirtyable: int | None = None
 ) -> Point:
-    """The host as it is, on the space's grid (application parameters: the workload's own).
+    """The host as it is, on the space's grid (application parameters: the workload's own;
+    a setting of several words, the word its dimension searches: `Dimension.part`).
 
     A dirty threshold the host leaves to its ratio (the bytes read 0) is that ratio of
     `dirtyable`, so the baseline measures the threshold the host really has.
@@ -157,7 +158,7 @@ def current_point(
             raw[dim.name] = _app_value(dim.key, workload.fio.get(dim.key), fallback)
             continue
         try:
-            raw[dim.name] = tunables.read(dim.key, dim.target)
+            raw[dim.name] = dim.part(tunables.read(dim.key, dim.target))
             if dim.key in RATIO_OF_BYTES and raw[dim.name] == 0:
                 ratio = tunables.read(RATIO_OF_BYTES[dim.key], dim.target)
                 in_use = dirty_limit_bytes(0, _as_int(ratio), dirtyable)

@@ -20,7 +20,9 @@ _SHOWN = 12  # the last trials stay on screen; the JSON has them all
 
 
 def _short(settings: dict[tuple[str, str], Any]) -> str:
-    return "  ".join(f"{key.split('.')[-1]}={value}" for (key, _), value in settings.items())
+    return "  ".join(
+        f"{key.split('.')[-1]}={format_value(value)}" for (key, _), value in settings.items()
+    )
 
 
 class TuneView:
@@ -116,7 +118,8 @@ def render_summary(result: TuneResult) -> Table:
     table.add_row("verdict", verdict)
     for (key, target), value in result.changes().items():
         table.add_row(
-            f"{key} on {target}", f"{result.baseline_settings.get((key, target))} -> {value}"
+            f"{key} on {target}",
+            f"{format_value(result.baseline_settings.get((key, target)))} -> {format_value(value)}",
         )
     if result.left_out:
         table.add_row("left out", f"{_short(result.left_out)} (no measurable gain)")

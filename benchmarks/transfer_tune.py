@@ -1,0 +1,237 @@
+"""`iotuner tune --workload disk-to-network` measured on the lab (issue 21's targets).
+
+    python -m benchmarks.transfer_tune [--repeats 3] [--seconds 5] [--budget 16]
+
+One run, as root, on the lab's network (two namespaces joined by a delay line):
+
+1. `wan-old-buffers` (200 Mbit/s, 100 ms, Linux 2.6's buffers: a window below a quarter of
+   the 2.5 MB bandwidth-delay product). The whole `iotuner tune --workload disk-to-network`
+   (default budget and trial length) is timed as a user runs it (target: within 5 minutes).
+   Then, interleaved `--repeats` times, memory to memory (iperf3, `--seconds` after 2 s left
+   out): the defaults, TuneD's `network-throughput` values at both ends (tcp_rmem
+   "4096 131072 16777216", tcp_wmem "4096 16384 16777216": redhat-performance/tuned,
+   profiles/network-throughput/tuned.conf) and the tune's changes, each against the line rate
+   (targets: defaults under 0.3, the tune at least 0.9).
+2. The same path with a disk at each end (the sender's reads throttled to SOURCE_MBPS, the
+   receiver's writes to SINK_MBPS, xfs) and the tune's buffers: the source's read alone (dd,
+   O_DIRECT), the path alone (memory to memory), the destination's write alone (dd, O_DIRECT,
+   fsync), then disk to disk (iperf3 -F at both ends, committed: the file's bytes over the time
+   until they were on the disk), interleaved `--repeats` times; target: disk to disk at least
+   0.95 of min(read, path, write) of the same round.
+
+Settings are applied through the TunableEngine (journaled, restored after every run); each lab
+is torn down after its part, also on Ctrl-C. State goes to $IOTUNER_STATE_DIR,
+/tmp/iotuner-bench-transfer-state when unset. These are lab figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+DEFAULT_STATE = "/tmp/iotuner-bench-transfer-state"
+LINE_RATE = 200.0
+TUNED = {"net.ipv4.tcp_rmem": "4096 131072 16777216", "net.ipv4.tcp_wmem": "4096 16384 16777216"}
+SOURCE_MBPS, SINK_MBPS = 20, 15
+DISKS = f"""name: wan-old-buffers-disks
+network:
+  rate_mbit: 200
+  rtt_ms: 100
+  sender: {{tcp_rmem: 4096 87380 174760, tcp_wmem: 4096 16384 131072, disk: src}}
+  receiver: {{tcp_rmem: 4096 87380 174760, tcp_wmem: 4096 16384 131072, disk: dst}}
+disks: [{{name: src, read_mbps: {SOURCE_MBPS}, write_mbps: 1000, iops: 5000, size: 400MiB,
+          fs: xfs}},
+        {{name: dst, read_mbps: 1000, write_mbps: {SINK_MBPS}, iops: 5000, size: 400MiB,
+          fs: xfs}}]
+"""
+
+
+def log(line: str) -> None:
+    """Progress, to stderr (the tables go to stdout)."""
+    print(line, file=sys.stderr, flush=True)
+
+
+@contextmanager
+def lab(spec_text: str | None, name: str) -> Iterator[Any]:
+    """A lab from a built-in spec (`name`) or from `spec_text`, torn down afterwards."""
+    from tuner.lab import lab_down, lab_up, load_spec, parse_spec
+
+    spec = load_spec(name) if spec_text is None else parse_spec(spec_text, f"{name}.yaml", name)
+    up = lab_up(spec)
+    try:
+        yield up
+    finally:
+        lab_down()
+
+
+def timed_tune(budget: int) -> tuple[float, dict[str, Any]]:
+    """A whole `iotuner tune --workload disk-to-network --json` on the lab that is up: its
+    wall time and document."""
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "tuner.cli", "tune", "--workload", "disk-to-network",
+         "--budget", str(budget), "--json"],
+        capture_output=True, text=True, timeout=1800, check=False,
+    )  # fmt: skip
+    wall = time.monotonic() - started
+    if done.returncode != 0:
+        raise SystemExit(f"tune failed ({done.returncode}): {done.stderr.strip()[-400:]}")
+    return wall, json.loads(done.stdout)
+
+
+def by_end(net: Any, settings: dict[str, str]) -> dict[tuple[str, str], str]:
+    """`settings` at both ends of the lab's path."""
+    return {(key, f"netns:{ns}"): value for ns in (net.sender, net.receiver)
+            for key, value in settings.items()}  # fmt: skip
+
+
+def tune_changes(doc: dict[str, Any], net: Any) -> dict[tuple[str, str], Any]:
+    """The tune's recommended changes, on `net`'s namespaces (the tune's lab may be gone)."""
+    roles = {"sender": net.sender, "receiver": net.receiver}
+    changes = {}
+    for change in doc["changes"]:
+        role = change["target"].rsplit("-", 1)[-1]
+        target = f"netns:{roles[role]}" if role in roles else change["target"]
+        value = change["value"]
+        changes[(change["key"], target)] = tuple(value) if isinstance(value, list) else value
+    return changes
+
+
+def transfer(engine: Any, settings: dict[tuple[str, str], Any], net: Any, **files: str) -> Any:
+    """One iperf3 run with `settings` applied (restored after it)."""
+    from tuner.trials.transfer import Ends, TransferOptions, run_transfer
+
+    try:
+        if settings:
+            engine.apply(settings)
+        options = TransferOptions(seconds=ARGS.seconds, omit=2, **files)
+        return run_transfer(Ends.of_lab(net), options)
+    finally:
+        engine.restore()
+
+
+def dd_mbit(*args: str) -> float:
+    """dd's bytes over its time, in Mbit/s (as iperf3 counts payload)."""
+    count = next(int(a.split("=")[1]) for a in args if a.startswith("count="))
+    started = time.monotonic()
+    subprocess.run(["dd", "bs=1M", "status=none", *args], check=True, timeout=300)
+    return count * (1 << 20) * 8 / (time.monotonic() - started) / 1e6
+
+
+def spread(values: list[float]) -> str:
+    """'mean (min-max)'."""
+    return f"{statistics.fmean(values):.1f} ({min(values):.1f}-{max(values):.1f})"
+
+
+def old_buffers() -> dict[tuple[str, str], Any]:
+    """Part 1: the tune's wall time, then defaults, TuneD and the tune side by side."""
+    from tuner.tunables.engine import TunableEngine
+    from tuner.tunables.journal import Journal
+
+    with lab(None, "wan-old-buffers") as up:
+        net = up.network
+        log("timing a whole transfer tune ...")
+        wall, doc = timed_tune(ARGS.budget)
+        tuned = tune_changes(doc, net)
+        log(f"tune: {wall:.0f} s, {doc['baseline']['score']} -> {doc['best']['score']} Mbit/s,"
+            f" cap {doc['transfer']['cap']}, changes {tuned}")  # fmt: skip
+        rows: dict[str, list[float]] = {"defaults": [], "TuneD network-throughput": [],
+                                        "iotuner tune": []}  # fmt: skip
+        points = {"defaults": {}, "TuneD network-throughput": by_end(net, TUNED),
+                  "iotuner tune": tuned}  # fmt: skip
+        with Journal() as journal, TunableEngine(Path("/"), journal) as engine:
+            for round_ in range(ARGS.repeats):
+                for name, settings in points.items():
+                    rows[name].append(transfer(engine, settings, net).received_mbit)
+                    log(f"round {round_ + 1} {name}: {rows[name][-1]:.1f} Mbit/s")
+    print(f"\n## wan-old-buffers (200 Mbit/s, 100 ms), memory to memory, {ARGS.repeats} "
+          "interleaved rounds\n")  # fmt: skip
+    print(f"whole tune: {wall:.0f} s (target within 300 s), {len(doc['trials'])} trials; cap "
+          f"before: {doc['transfer']['cap']} ({doc['transfer']['why']}); after: "
+          f"{doc['transfer']['after_cap']}\n")  # fmt: skip
+    print("| settings | Mbit/s mean (min-max) | of the line rate |")
+    print("|---|---|---|")
+    for name, values in rows.items():
+        ratios = [v / LINE_RATE for v in values]
+        print(f"| {name} | {spread(values)} | {min(ratios):.3f}-{max(ratios):.3f} |")
+    return tuned
+
+
+def disk_to_disk(tuned: dict[tuple[str, str], Any]) -> None:
+    """Part 2: disk to disk against the slowest part alone, at the tune's buffers."""
+    from tuner.tunables.engine import TunableEngine
+    from tuner.tunables.journal import Journal
+
+    rows: dict[str, list[float]] = {"read": [], "path": [], "write": [], "disk-to-disk": []}
+    received: list[float] = []
+    with lab(DISKS, "wan-old-buffers-disks") as up:
+        net = up.network
+        settings = tune_changes(
+            {"changes": [{"key": k, "target": t, "value": v} for (k, t), v in tuned.items()]}, net
+        )
+        source = Path(net.sender_mount) / "source"
+        size_mib = int(SOURCE_MBPS * (ARGS.seconds + 2) * 1.5) + 16
+        subprocess.run(["dd", "if=/dev/urandom", f"of={source}", "bs=1M",
+                        f"count={size_mib}", "conv=fsync", "status=none"], check=True)  # fmt: skip
+        sink = Path(tempfile.mkdtemp(dir=net.receiver_mount))
+        read_mib, write_mib = SOURCE_MBPS * ARGS.seconds, SINK_MBPS * ARGS.seconds
+        with Journal() as journal, TunableEngine(Path("/"), journal) as engine:
+            for round_ in range(ARGS.repeats):
+                rows["read"].append(dd_mbit(f"if={source}", "of=/dev/null",
+                                            f"count={read_mib}", "iflag=direct"))  # fmt: skip
+                rows["path"].append(transfer(engine, settings, net).received_mbit)
+                rows["write"].append(dd_mbit("if=/dev/zero", f"of={sink}/alone",
+                                             f"count={write_mib}", "oflag=direct",
+                                             "conv=fsync"))  # fmt: skip
+                (sink / "alone").unlink()
+                fd = os.open(source, os.O_RDONLY)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # read from the disk
+                os.close(fd)
+                both = transfer(engine, settings, net, send_file=str(source),
+                                receive_file=str(sink / "copy"))  # fmt: skip
+                (sink / "copy").unlink()
+                rows["disk-to-disk"].append(both.committed_mbit)
+                received.append(both.received_mbit)
+                log(
+                    f"round {round_ + 1}: " + ", ".join(f"{k} {v[-1]:.1f}" for k, v in rows.items())
+                )
+    print(f"\n## disk to disk on the same path with a disk at each end (source reads "
+          f"{SOURCE_MBPS} MB/s, destination writes {SINK_MBPS} MB/s), the tune's buffers, "
+          f"{ARGS.repeats} interleaved rounds\n")  # fmt: skip
+    print("| part | Mbit/s mean (min-max) |")
+    print("|---|---|")
+    for name, values in rows.items():
+        print(f"| {name} | {spread(values)} |")
+    ratios = [d / min(r, p, w) for r, p, w, d in zip(*rows.values(), strict=True)]
+    print(
+        f"\ndisk to disk received (the committed row is what reached the disk): {spread(received)}"
+    )
+    print(f"\ndisk to disk (committed) / min(read, path, write) per round: "
+          f"{', '.join(f'{r:.3f}' for r in ratios)} (target at least 0.95)")  # fmt: skip
+
+
+def main() -> None:
+    """Both parts, as the module's docstring says."""
+    os.environ.setdefault("IOTUNER_STATE_DIR", DEFAULT_STATE)
+    tuned = old_buffers()
+    disk_to_disk(tuned)
+
+
+PARSER = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+PARSER.add_argument("--repeats", type=int, default=3)
+PARSER.add_argument("--seconds", type=int, default=5)
+PARSER.add_argument("--budget", type=int, default=16)
+ARGS = PARSER.parse_args([]) if __name__ != "__main__" else PARSER.parse_args()
+
+if __name__ == "__main__":
+    main()

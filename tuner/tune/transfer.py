@@ -1,0 +1,258 @@
+"""A disk-to-network tune: trials are iperf3 transfers from a sender to a receiver.
+
+The search, confirmation and never-worse rule are the disk tune's (tuner/tune/session.py,
+`Search`); what differs is the trial: the host settings of both ends are applied through the
+TunableEngine (journaled first, restored after every trial), then one transfer runs and its
+received Mbit/s, or committed Mbit/s where the receiver writes a file, is the score.
+
+The space is what each end can change for a one-way bulk transfer: the sender's send buffer
+(tcp_wmem) and congestion control, the receiver's receive buffer (tcp_rmem), and where the ends
+have disks the sender's readahead on its source device and the writeback thresholds the
+receiver's writes go through. The sender's receive buffer and the receiver's send buffer carry
+only acknowledgements and congestion control acts at the sender, so they are not searched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from tuner.lab.model import LabNetwork
+from tuner.search.space import HOST, Point, SearchSpace, SpaceContext, space_for
+from tuner.topology.model import Topology
+from tuner.topology.walk import reads_enter
+from tuner.trials.diskstats import read_diskstats, total
+from tuner.trials.flags import PAGE_CACHE, Flag
+from tuner.trials.targets import TrialTarget
+from tuner.trials.transfer import Ends, TransferOptions, TransferResult, run_transfer
+from tuner.trials.trial import TrialResult
+from tuner.tunables.access import Tunables
+from tuner.tunables.base import TunableError
+from tuner.tunables.engine import TunableEngine
+from tuner.tunables.netns import target_for
+from tuner.tune.result import Setting, TuneResult
+from tuner.tune.session import PointTrial
+
+RMEM, WMEM = "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"
+CONGESTION = "net.ipv4.tcp_congestion_control"
+DIRTY = ("vm.dirty_background_bytes", "vm.dirty_bytes")
+WINDOW_BDPS = 8
+"""The socket buffers' max is searched up to this many bandwidth-delay products: the kernel
+advertises about half of a receive buffer (the rest is overhead) and a sender keeps every byte
+in flight until it is acknowledged, so filling a path takes about twice its BDP; eight leaves
+room for what the search must find out."""
+WINDOW_LEAST, WINDOW_MOST = 4 << 20, 1 << 30
+SOURCE_MARGIN = 1.5
+CACHED_BELOW = 0.5
+"""A source device that read less than this share of what was sent served it from memory."""
+
+
+def goodput_mbit(rate_mbit: float, mtu: int) -> float:
+    """TCP payload per second at a line rate of Ethernet frames: each frame of MTU + 14 bytes
+    carries MTU - 52 bytes of payload (IP and TCP headers with timestamps)."""
+    return rate_mbit * (mtu - 52) / (mtu + 14)
+
+
+@dataclass(frozen=True)
+class TransferEnds:
+    """Both ends of a transfer tune: where iperf3 runs, the targets their settings take, the
+    path's line rate, and the files at each end (None: memory at that end).
+
+    `source` is a scratch file on the sender's disk (its `devices` are what the source's
+    readahead acts on); `sink` a private directory on the receiver's file system.
+    """
+
+    ends: Ends
+    sender: str
+    receiver: str
+    rate_mbit: float
+    mtu: int
+    source: TrialTarget | None = None
+    sink: str | None = None
+
+    @property
+    def kind(self) -> str:
+        """The transfer the tune measures: the files both ends have."""
+        return self.options(1, 0).kind
+
+    @property
+    def goodput_mbit(self) -> float:
+        """The most TCP payload the path carries."""
+        return goodput_mbit(self.rate_mbit, self.mtu)
+
+    def options(self, seconds: int, omit: int, *, files: bool = True) -> TransferOptions:
+        """One trial's iperf3 options; `files` False for a memory-to-memory trial."""
+        send = self.source.path if files and self.source else None
+        receive = str(Path(self.sink) / "received") if files and self.sink else None
+        return TransferOptions(seconds=seconds, omit=omit, send_file=send, receive_file=receive)
+
+
+@contextlib.contextmanager
+def lab_ends(net: LabNetwork, seconds: float) -> Iterator[TransferEnds]:
+    """The ends of the lab's path, with a source file on the sender's disk (sized for
+    `seconds` of the path's rate) and a directory on the receiver's when the lab has them;
+    both removed on leaving."""
+    with contextlib.ExitStack() as stack:
+        source = None
+        if net.sender_mount:
+            size = int(net.rate_mbit * 1e6 / 8 * seconds * SOURCE_MARGIN) + (16 << 20)
+            source = stack.enter_context(TrialTarget.scratch(net.sender_mount, size))
+        sink = None
+        if net.receiver_mount:
+            sink = tempfile.mkdtemp(prefix="iotuner-transfer-", dir=net.receiver_mount)
+            stack.callback(shutil.rmtree, sink, True)
+        yield TransferEnds(Ends.of_lab(net), target_for(net.sender), target_for(net.receiver),
+                           net.rate_mbit, net.mtu, source, sink)  # fmt: skip
+
+
+def window_high(rate_mbit: float, rtt_ms: float) -> int:
+    """The largest socket buffer max a tune tries: WINDOW_BDPS bandwidth-delay products,
+    within WINDOW_LEAST and WINDOW_MOST."""
+    bdp = int(rate_mbit * 1e6 / 8 * rtt_ms / 1e3)
+    return min(max(WINDOW_BDPS * bdp, WINDOW_LEAST), WINDOW_MOST)
+
+
+def transfer_space(
+    topology: Topology | None,
+    tunables: Tunables,
+    ends: TransferEnds,
+    high: int,
+    dirtyable: int | None,
+) -> SearchSpace:
+    """Each end's settings a one-way bulk transfer can feel (the module's docstring), the
+    socket buffers' max up to `high` bytes; the disk side needs the host's `topology` (where
+    the source's reads enter) and `dirtyable` memory."""
+    sys = tunables.sys
+    tcp = SpaceContext(tcp=True, tcp_window_high=high)
+    spaces = [
+        space_for(sys, {"host": [ends.sender]}, (WMEM, CONGESTION), context=tcp),
+        space_for(sys, {"host": [ends.receiver]}, (RMEM,), context=tcp),
+    ]
+    if ends.source is not None and topology is not None:
+        entry = reads_enter(topology, ends.source.devices[0])
+        reading = SpaceContext(reads=True, writes=False, entries=frozenset({entry}),
+                               queued=frozenset({entry}))  # fmt: skip
+        spaces.append(space_for(sys, {"device": [entry]}, ("block.read_ahead_kb",),
+                                context=reading))  # fmt: skip
+    if ends.sink is not None and dirtyable:
+        # One kernel holds both lab ends: its writeback thresholds are the receiver's.
+        writing = SpaceContext(dirtyable=dirtyable, reads=False, writes=True)
+        spaces.append(space_for(sys, {"host": [HOST]}, DIRTY, context=writing))
+    return joined(spaces)
+
+
+def joined(spaces: list[SearchSpace]) -> SearchSpace:
+    """One space holding the dimensions of each (none named twice)."""
+    return SearchSpace(
+        tuple(d for s in spaces for d in s.dimensions),
+        {k: v for s in spaces for k, v in s.none_depth.items()},
+        {k: v for s in spaces for k, v in s.resting.items()},
+    )
+
+
+def bdp_point(space: SearchSpace, baseline: Point, ends: TransferEnds, bdp: int) -> list[Point]:
+    """The rules' recommendation (tcp-rmem-below-bdp, tcp-wmem-below-bdp: each end's buffer
+    max at least the bandwidth-delay product) as a point; none when the space holds no
+    buffer below it."""
+    point = dict(baseline)
+    for name in ((RMEM, ends.receiver), (WMEM, ends.sender)):
+        if name in point and int(point[name]) < bdp:
+            point[name] = bdp
+    if point == baseline:
+        return []
+    return [space.snap(point)]
+
+
+def transfer_trial(
+    engine: TunableEngine,
+    settings: Mapping[tuple[str, str], object],
+    ends: TransferEnds,
+    options: TransferOptions,
+) -> tuple[TransferResult, PointTrial]:
+    """Apply `settings`, run one transfer, put the host back whatever happened.
+
+    The source file leaves the page cache before the trial (the sender must read its disk);
+    the source's devices are counted, and a trial whose sender read much less than it sent
+    is flagged: memory's speed, not the disk's. The received file is removed after it.
+    """
+    try:
+        applied = engine.apply(settings) if settings else []
+        had = {(a.key, a.target): a.actual for a in applied}
+        devices = ends.source.devices if ends.source and options.send_file else ()
+        if options.send_file:
+            _uncache(options.send_file)
+        before = read_diskstats(devices)
+        started = time.monotonic()
+        result = run_transfer(ends.ends, options)
+        moved = total(read_diskstats(devices), devices) - total(before, devices)
+    finally:
+        engine.restore()
+        if options.receive_file:
+            Path(options.receive_file).unlink(missing_ok=True)
+    sent = int(result.sent_mbit * 1e6 / 8 * result.seconds)
+    flags: tuple[Flag, ...] = ()
+    if devices and moved.read_bytes < CACHED_BELOW * sent:
+        flags = (Flag(PAGE_CACHE, f"the source device read {moved.read_bytes >> 20} MiB of "
+                                  f"the {sent >> 20} MiB sent: served from memory"),)  # fmt: skip
+    # The session scores MB/s (the objective shows them as Mbit/s): what reached its end.
+    mbps = result.goodput_mbit / 8
+    trial = TrialResult(mbps=mbps, iops=0.0, p99_latency_us=None, fio_bytes=sent,
+                        device_bytes=moved.read_bytes if devices else 0,
+                        seconds=time.monotonic() - started, flags=flags)  # fmt: skip
+    return result, PointTrial(trial, had)
+
+
+def as_written(result: TuneResult, space: SearchSpace) -> TuneResult:
+    """`result` with every point's values as the kernel takes them (a searched tcp_rmem max
+    shown with its min and default: `Dimension.whole`), for people and plans."""
+    dims = {d.name: d for d in space.dimensions}
+
+    def whole(settings: dict[Setting, Any]) -> dict[Setting, Any]:
+        return {n: dims[n].whole(v) if n in dims else v for n, v in settings.items()}
+
+    trials = tuple(replace(t, settings=whole(t.settings)) for t in result.trials)
+    return replace(result, baseline_settings=whole(result.baseline_settings),
+                   best_settings=whole(result.best_settings), left_out=whole(result.left_out),
+                   trials=trials)  # fmt: skip
+
+
+def _uncache(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def windows_now(tunables: Tunables, ends: TransferEnds) -> tuple[int, int]:
+    """The sender's tcp_wmem max and the receiver's tcp_rmem max as they are (0: unreadable)."""
+    found = []
+    for key, target in ((WMEM, ends.sender), (RMEM, ends.receiver)):
+        try:
+            value = tunables.read(key, target)
+        except TunableError:
+            value = ()
+        found.append(int(value[-1]) if isinstance(value, tuple) and value else 0)
+    return found[0], found[1]
+
+
+def part_options(ends: TransferEnds, seconds: int, omit: int) -> dict[str, TransferOptions]:
+    """The paper's parts this path can measure: memory to memory always, and each kind the
+    ends' files allow."""
+    memory = ends.options(seconds, omit, files=False)
+    full = ends.options(seconds, omit)
+    parts = {memory.kind: memory}
+    if full.send_file:
+        parts["disk-to-memory"] = replace(memory, send_file=full.send_file)
+    if full.receive_file:
+        parts["memory-to-disk"] = replace(memory, receive_file=full.receive_file)
+    if full.send_file and full.receive_file:
+        parts["disk-to-disk"] = full
+    return parts
