@@ -75,6 +75,17 @@ def test_parse_a_real_report() -> None:
     assert 100 <= result.min_rtt_ms <= result.rtt_ms  # the path's own RTT, without queues
     assert result.max_snd_wnd_bytes > 2_500_000  # the receiver let a whole BDP fly
     assert result.limits is None  # sampled while iperf3 runs, not in its report
+    assert result.remote_host == "10.77.0.2"  # where the client connected: the receiver
+
+
+@pytest.mark.parametrize(
+    "connected",
+    [None, [], "10.77.0.2", [{"remote_host": "10.77.0.2 -c"}], [{"remote_host": 7}]],
+)
+def test_a_missing_or_odd_remote_host_is_left_empty(connected: object) -> None:
+    data = json.loads((DATA / "iperf3-wan.json").read_text())
+    data["start"]["connected"] = connected
+    assert parse_result(data, "memory-to-memory").remote_host == ""
 
 
 @pytest.mark.parametrize(

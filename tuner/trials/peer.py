@@ -55,7 +55,8 @@ class Peer:
 
 @dataclass(frozen=True)
 class PathMeasurement:
-    """What one iperf3 run to `peer` measured, and how."""
+    """What one iperf3 run to `peer` measured, and how; `address` is the one iperf3
+    connected to (a host name resolved once; the name itself when iperf3 did not say)."""
 
     peer: Peer
     rtt_ms: float
@@ -64,6 +65,7 @@ class PathMeasurement:
     seconds: int
     retransmits: int
     congestion: str
+    address: str = ""
 
     def send_cap_mbit(self, tcp_wmem_max: int | None) -> float | None:
         """What this host's send buffers allow STREAMS streams on this RTT (STREAMS x
@@ -143,4 +145,5 @@ def measure_path(peer: Peer) -> PathMeasurement:
         seconds=SECONDS,
         retransmits=result.retransmits,
         congestion=result.congestion,
+        address=result.remote_host or peer.host,
     )

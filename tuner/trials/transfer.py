@@ -118,6 +118,7 @@ class TransferResult:
     min_rtt_ms: float = 0.0
     max_snd_wnd_bytes: int = 0
     limits: TcpLimits | None = None
+    remote_host: str = ""
 
     @property
     def goodput_mbit(self) -> float:
@@ -208,9 +209,12 @@ def client_command(ends: Ends, options: TransferOptions) -> list[str]:
 
 def run_client(ends: Ends, options: TransferOptions) -> TransferResult:
     """The sender's side alone, against an `iperf3 -s` already listening at `ends` (a named
-    peer's); TransferError if it cannot connect, fails or times out."""
+    peer's), with what held the sender back (`limits`, sampled here at the sender);
+    TransferError if it cannot connect, fails or times out."""
     _check(ends, options)
-    return parse_result(_client_json(ends, options), options.kind)
+    with LimitSampler(ends.sender_ns, ends.address, ends.port) as sampler:
+        data = _client_json(ends, options)
+    return replace(parse_result(data, options.kind), limits=sampler.last)
 
 
 def _check(ends: Ends, options: TransferOptions) -> None:
@@ -283,9 +287,19 @@ def parse_result(data: dict[str, Any], kind: str) -> TransferResult:
             max_snd_wnd_bytes=int(
                 max((_number(s.get("max_snd_wnd", 0)) for s in streams), default=0)
             ),
+            remote_host=_remote_host(data.get("start")),
         )
     except (AttributeError, KeyError, TypeError, ValueError, ZeroDivisionError) as err:
         raise TransferError(f"iperf3's JSON is missing or malformed at {err}") from None
+
+
+def _remote_host(start: object) -> str:
+    """The address the client connected to, as iperf3's `start.connected` names it ("" when
+    it does not, or names something that is not an address)."""
+    connected = start.get("connected") if isinstance(start, dict) else None
+    first = connected[0] if isinstance(connected, list) and connected else None
+    host = first.get("remote_host") if isinstance(first, dict) else None
+    return host if isinstance(host, str) and _ADDRESS.match(host) else ""
 
 
 def _number(value: object) -> float:
