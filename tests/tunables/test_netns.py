@@ -7,6 +7,9 @@ exec NAME sysctl`, and that the host's own value did not move.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -179,3 +182,53 @@ def test_a_transfer_tune_searches_inside_the_namespace_what_it_holds(namespace: 
         assert cc is None
     else:
         assert cc is not None and cc.choices == tuple(dict.fromkeys([current, *allowed]))
+
+
+# A process inside a namespace, naming the "host": what `ip netns exec NAME iotuner ...` does.
+_INSIDE = """
+import json
+from pathlib import Path
+from tuner.tunables.base import InvalidValue
+from tuner.tunables.access import Tunables
+from tuner.tunables.domain import SpaceContext
+from tuner.tunables.sysroot import SysRoot
+from tuner.tunables.table import IMPLEMENTATIONS
+sys_root = SysRoot(Path("/"))
+context = SpaceContext(tcp=True, tcp_window_high=64 << 20)
+cc = IMPLEMENTATIONS["net.ipv4.tcp_congestion_control"].dimension(sys_root, "host", context)
+refused = {}
+for key, value in (("net.core.rmem_max", 4194304), ("net.ipv4.tcp_congestion_control", "cubic")):
+    try:
+        Tunables(Path("/")).validate(key, "host", value)
+    except InvalidValue as err:
+        refused[key] = str(err)
+print(json.dumps({"initial": sys_root.in_initial_netns(),
+                  "choices": list(cc.choices) if cc else None, "refused": refused}))
+"""
+
+
+def test_the_host_namespace_is_told_from_a_fixture_and_the_live_host() -> None:
+    assert SysRoot(Path("/")).in_initial_netns()
+    assert SysRoot(Path("/tmp")).in_initial_netns()  # not live: a fixture describes a host
+
+
+@pytest.mark.lab
+def test_a_process_inside_a_namespace_sets_only_what_the_namespace_may(namespace: str) -> None:
+    """Run inside a namespace, the "host" target is the namespace's: its congestion controls
+    are those the host allows there, and the host-wide socket maxima are refused in one line
+    (the kernel would make them the whole host's, or refuse them)."""
+    done = subprocess.run(["ip", "netns", "exec", namespace, sys.executable, "-c", _INSIDE],
+                          capture_output=True, text=True, timeout=60, check=True,
+                          cwd=Path(__file__).resolve().parents[2])  # fmt: skip
+    found = json.loads(done.stdout)
+    assert found["initial"] is False
+    allowed = host_sysctl("net.ipv4.tcp_allowed_congestion_control").split()
+    current = sysctl_in(namespace, "net.ipv4.tcp_congestion_control")
+    choices = list(dict.fromkeys([current, *allowed]))
+    assert found["choices"] == (choices if len(choices) > 1 else None)
+    refused = found["refused"]
+    assert "runs inside a network namespace: the value is the whole host's" in refused[
+        "net.core.rmem_max"]  # fmt: skip
+    if "cubic" not in allowed:
+        why = refused["net.ipv4.tcp_congestion_control"]
+        assert "'cubic' is not allowed inside a network namespace" in why

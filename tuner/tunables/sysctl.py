@@ -261,6 +261,18 @@ class SocketMax(IntSysctl):
 
     high = INT_MAX
 
+    def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
+        """Within the bounds, and only from the host's own network namespace: from inside
+        another, the value is the whole host's (read-only there on 6.18, the host's own file
+        on older kernels), and a tune or plan run in a namespace must not reach it."""
+        if not sys.in_initial_netns():
+            raise self.invalid(
+                target,
+                "this process runs inside a network namespace: the value is the whole "
+                "host's, set it from the host",
+            )
+        return super().validate(sys, target, value, pending)
+
 
 class RmemMax(SocketMax):
     """net.core.rmem_max."""
@@ -394,7 +406,7 @@ class CongestionControl(Sysctl):
         try:
             current = self.as_name(target, self.read(sys, target))
             key = "net.ipv4.tcp_allowed_congestion_control"
-            if namespace_of(target) is None:
+            if not _restricted(sys, target):
                 key = "net.ipv4.tcp_available_congestion_control"
             offered = self.text(sys, target, key).split()
         except TunableError:
@@ -405,11 +417,12 @@ class CongestionControl(Sysctl):
         return Dimension(self.key, target, "categorical", choices=choices)
 
     def validate(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
-        """A name in tcp_available_congestion_control; inside a namespace, one of
+        """A name in tcp_available_congestion_control; inside a namespace (a netns:NAME
+        target, or "host" for a process that runs in one), one of
         tcp_allowed_congestion_control (tcp_set_default_congestion_control refuses any other
         algorithm there with EPERM)."""
         name = self.as_name(target, value)
-        if namespace_of(target) is not None:
+        if _restricted(sys, target):
             allowed = self.text(sys, target, "net.ipv4.tcp_allowed_congestion_control").split()
             if name not in allowed:
                 raise self.invalid(
@@ -428,6 +441,12 @@ class CongestionControl(Sysctl):
                 f"try modprobe tcp_{name})",
             )
         return name
+
+
+def _restricted(sys: SysRoot, target: str) -> bool:
+    """Whether `target`'s default congestion control is set in a namespace other than the
+    host's: a netns:NAME target, or the "host" of a process running inside one."""
+    return namespace_of(target) is not None or not sys.in_initial_netns()
 
 
 SYSCTL_TUNABLES: tuple[Tunable, ...] = (

@@ -58,6 +58,10 @@ MAX_NETNS_OUTPUT = 4096
 """The most `sysctl -n` may print for one key: a kernel file of a few words."""
 SAFE_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 """Where the commands are looked up, whatever PATH the caller has."""
+INIT_NET_INO = 0xEFFFFFF9
+"""The inode of the initial network namespace's /proc/PID/ns/net on kernels that number the
+initial namespaces (include/linux/proc_ns.h, PROC_NET_INIT_INO; 6.18 here); older kernels
+number it like any other, and the namespace of PID 1 stands in for it."""
 
 
 class CommandFailed(OSError):
@@ -151,6 +155,31 @@ class SysRoot:
         if len(out) > MAX_NETNS_OUTPUT:
             raise CommandFailed(f"{shown}: printed more than {MAX_NETNS_OUTPUT} bytes")
         return out.decode("utf-8", errors="replace").strip()
+
+    def in_initial_netns(self) -> bool:
+        """Whether this process runs in the host's own network namespace, where /proc/sys/net
+        is the host's (True for a fixture root: it describes a host).
+
+        Inside another one (`ip netns exec NAME iotuner ...`, a container) /proc/sys/net is
+        that namespace's: the per-namespace keys are read and written there, the host-wide
+        ones (net.core.rmem_max) belong to the host, and only the congestion controls of
+        tcp_allowed_congestion_control may be made the default (EPERM for the others).
+        A process whose PID 1 it cannot see, or whose PID 1 is elsewhere, is inside one; a
+        container sharing its PID 1's namespace on a kernel without INIT_NET_INO is taken
+        for the host.
+        """
+        if not self.is_live:
+            return True
+        try:
+            own = os.stat(f"{self._root_str}/proc/self/ns/net").st_ino
+        except OSError:
+            return True
+        if own == INIT_NET_INO:
+            return True
+        try:
+            return own == os.stat(f"{self._root_str}/proc/1/ns/net").st_ino
+        except OSError:
+            return False
 
     def read(self, rel: str) -> str | None:
         """An attribute's text, stripped; None when it is missing or unreadable."""
