@@ -10,6 +10,9 @@ The space is what each end can change for a one-way bulk transfer: the sender's 
 have disks the sender's readahead on its source device and the writeback thresholds the
 receiver's writes go through. The sender's receive buffer and the receiver's send buffer carry
 only acknowledgements and congestion control acts at the sender, so they are not searched.
+
+A named peer (`tune --peer HOST`) is a receiver out of reach: it runs `iperf3 -s` itself, a
+trial runs the client only, and the space is the sender's (this host's) part alone.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from tuner.topology.walk import reads_enter
 from tuner.trials.diskstats import read_diskstats, total
 from tuner.trials.flags import PAGE_CACHE, Flag
 from tuner.trials.targets import TrialTarget
-from tuner.trials.transfer import Ends, TransferOptions, TransferResult, run_transfer
+from tuner.trials.transfer import Ends, TransferOptions, TransferResult, run_client, run_transfer
 from tuner.trials.trial import TrialResult
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import TunableError
@@ -67,15 +70,18 @@ class TransferEnds:
 
     `source` is a scratch file on the sender's disk (its `devices` are what the source's
     readahead acts on); `sink` a private directory on the receiver's file system.
+    `receiver` is None for a named peer, whose settings this host cannot reach; `listening`
+    says an `iperf3 -s` already runs there (the peer's), so a trial starts the client only.
     """
 
     ends: Ends
     sender: str
-    receiver: str
+    receiver: str | None
     rate_mbit: float
     mtu: int
     source: TrialTarget | None = None
     sink: str | None = None
+    listening: bool = False
 
     @property
     def kind(self) -> str:
@@ -131,10 +137,9 @@ def transfer_space(
     the source's reads enter) and `dirtyable` memory."""
     sys = tunables.sys
     tcp = SpaceContext(tcp=True, tcp_window_high=high)
-    spaces = [
-        space_for(sys, {"host": [ends.sender]}, (WMEM, CONGESTION), context=tcp),
-        space_for(sys, {"host": [ends.receiver]}, (RMEM,), context=tcp),
-    ]
+    spaces = [space_for(sys, {"host": [ends.sender]}, (WMEM, CONGESTION), context=tcp)]
+    if ends.receiver is not None:
+        spaces.append(space_for(sys, {"host": [ends.receiver]}, (RMEM,), context=tcp))
     if ends.source is not None and topology is not None:
         entry = reads_enter(topology, ends.source.devices[0])
         reading = SpaceContext(reads=True, writes=False, entries=frozenset({entry}),
@@ -163,7 +168,7 @@ def bdp_point(space: SearchSpace, baseline: Point, ends: TransferEnds, bdp: int)
     buffer below it."""
     point = dict(baseline)
     for name in ((RMEM, ends.receiver), (WMEM, ends.sender)):
-        if name in point and int(point[name]) < bdp:
+        if name[1] is not None and name in point and int(point[name]) < bdp:
             point[name] = bdp
     if point == baseline:
         return []
@@ -190,7 +195,7 @@ def transfer_trial(
             _uncache(options.send_file)
         before = read_diskstats(devices)
         started = time.monotonic()
-        result = run_transfer(ends.ends, options)
+        result = (run_client if ends.listening else run_transfer)(ends.ends, options)
         moved = total(read_diskstats(devices), devices) - total(before, devices)
     finally:
         engine.restore()
@@ -232,11 +237,12 @@ def _uncache(path: str) -> None:
 
 
 def windows_now(tunables: Tunables, ends: TransferEnds) -> tuple[int, int]:
-    """The sender's tcp_wmem max and the receiver's tcp_rmem max as they are (0: unreadable)."""
+    """The sender's tcp_wmem max and the receiver's tcp_rmem max as they are (0: unreadable,
+    or a named peer's)."""
     found = []
     for key, target in ((WMEM, ends.sender), (RMEM, ends.receiver)):
         try:
-            value = tunables.read(key, target)
+            value = tunables.read(key, target) if target is not None else ()
         except TunableError:
             value = ()
         found.append(int(value[-1]) if isinstance(value, tuple) and value else 0)
