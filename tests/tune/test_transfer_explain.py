@@ -117,3 +117,36 @@ def test_json_and_text_say_the_same() -> None:
 def test_the_memory_part_is_required() -> None:
     with pytest.raises(ValueError, match="memory-to-memory"):
         explain(200, GOODPUT, OLD, {"disk-to-memory": part("disk-to-memory", 9.0)})
+
+
+# A named peer: the receiver is another host, its tcp_rmem unknown here (0).
+PEER = "10.77.0.2:5201"
+PEER_WINDOWS = Windows(sender_wmem_max=131072, receiver_rmem_max=0, advertised=113280)
+
+
+def test_a_peers_window_is_the_peers_to_raise_from_what_it_advertised() -> None:
+    e = explain(191.0, 191.0, PEER_WINDOWS, {"memory-to-memory": SMALL_WINDOWS}, peer=PEER)
+    assert e.cap == "receiver-window"
+    # Its buffer unknown, half of it taken as advertised: twice the 2.39 MB that 191 Mbit/s
+    # keep in flight over 100.3 ms.
+    assert e.needed_bytes == 2_394_662
+    assert e.lift[0] == (
+        "raise net.ipv4.tcp_rmem max on the peer 10.77.0.2:5201 to at least 4789324 (4.6 MiB, "
+        "it advertised at most 110.6 KiB): iotuner cannot change it from here"
+    )
+    assert e.lift[1].startswith("raise this host's net.ipv4.tcp_wmem max (131072) to at least")
+    doc = explanation_document(e)
+    assert doc["peer"] == PEER and doc["windows"]["receiver_tcp_rmem_max"] is None
+    assert doc["windows"]["advertised_bytes"] == 113280
+    rows = dict(explanation_lines(e))
+    assert rows["path"].startswith("at least 191 Mbit/s to 10.77.0.2:5201 (the most a run")
+    assert "the peer's receive buffer is not known here" in rows["window now"]
+    assert "(tcp_rmem max)" not in rows["window now"].split(";")[0]
+
+
+def test_a_sender_held_by_its_own_buffer_leaves_the_peer_alone() -> None:
+    held = part("memory-to-memory", 7.6, limits=TcpLimits(4000, 400, 2000))
+    e = explain(191.0, 191.0, PEER_WINDOWS, {"memory-to-memory": held}, peer=PEER)
+    assert e.cap == "sender-buffer"
+    assert e.lift[0].startswith("raise this host's net.ipv4.tcp_wmem max (131072)")
+    assert not any("on the peer" in step for step in e.lift)

@@ -6,6 +6,10 @@ the hosts allowed (socket buffers), and which subsystem capped the transfer, fou
 its parts alone (memory to memory, disk to memory, memory to disk, disk to disk). This module
 turns a tune's measurements into those three statements and what would lift the cap; it
 measures nothing itself (tuner/tune/transfer.py runs the trials).
+
+Against a named peer (`tune --peer`) the receiver is another host: its buffers are not known
+here, only the window it advertised, and what would lift a cap on its side is said as a step
+for the peer's administrator, since iotuner cannot change it from this host.
 """
 
 from __future__ import annotations
@@ -39,8 +43,9 @@ CAPS = {
 
 @dataclass(frozen=True)
 class Windows:
-    """What the hosts allow now: the sender's tcp_wmem max, the receiver's tcp_rmem max, and
-    the largest window the receiver advertised in the memory-to-memory part (0: unknown)."""
+    """What the hosts allow now: the sender's tcp_wmem max, the receiver's tcp_rmem max (0: not
+    known, a named peer's), and the largest window the receiver advertised in the
+    memory-to-memory part (0: unknown)."""
 
     sender_wmem_max: int
     receiver_rmem_max: int
@@ -49,7 +54,9 @@ class Windows:
 
 @dataclass(frozen=True)
 class Explanation:
-    """The window needed, the window allowed, the cap and what lifts it, before and after."""
+    """The window needed, the window allowed, the cap and what lifts it, before and after;
+    `peer` names the receiver when it is another host (`rate_mbit` is then the most any run
+    to it carried: the path carries at least that)."""
 
     rate_mbit: float
     goodput_mbit: float
@@ -62,6 +69,7 @@ class Explanation:
     lift: tuple[str, ...]
     after_parts: dict[str, float] = field(default_factory=dict)
     after_cap: str | None = None
+    peer: str | None = None
 
     @property
     def ceiling_mbit(self) -> float:
@@ -119,18 +127,36 @@ def cap_of(parts: dict[str, TransferResult], goodput_mbit: float) -> tuple[str, 
 
 
 def lift_for(
-    cap: str, windows: Windows, needed: int, parts: dict[str, float], rtt_ms: float
+    cap: str,
+    windows: Windows,
+    needed: int,
+    parts: dict[str, float],
+    rtt_ms: float,
+    peer: str | None = None,
 ) -> tuple[str, ...]:
-    """What would lift `cap`, most direct first, in settings and figures."""
+    """What would lift `cap`, most direct first, in settings and figures; with a named `peer`
+    the receiver's step is the peer's to take."""
     receive = _receive_buffer_for(windows, needed)
     send = 2 * needed  # the send buffer also keeps every byte in flight until it is acked
-    rmem = f"raise the receiver's net.ipv4.tcp_rmem max ({windows.receiver_rmem_max}) to at " \
-           f"least {receive} ({human_bytes(receive)})"  # fmt: skip
-    wmem = f"raise the sender's net.ipv4.tcp_wmem max ({windows.sender_wmem_max}) to at " \
-           f"least {send} ({human_bytes(send)})"  # fmt: skip
+    if peer is None:
+        rmem = f"raise the receiver's net.ipv4.tcp_rmem max ({windows.receiver_rmem_max}) " \
+               f"to at least {receive} ({human_bytes(receive)})"  # fmt: skip
+        wmem = f"raise the sender's net.ipv4.tcp_wmem max ({windows.sender_wmem_max}) to at " \
+               f"least {send} ({human_bytes(send)})"  # fmt: skip
+    else:
+        shown = f", it advertised at most {human_bytes(windows.advertised)}" \
+            if windows.advertised else ""  # fmt: skip
+        rmem = f"raise net.ipv4.tcp_rmem max on the peer {peer} to at least {receive} " \
+               f"({human_bytes(receive)}{shown}): iotuner cannot change it from here"  # fmt: skip
+        wmem = f"raise this host's net.ipv4.tcp_wmem max ({windows.sender_wmem_max}) to at " \
+               f"least {send} ({human_bytes(send)})"  # fmt: skip
     if cap in ("receiver-window", "sender-buffer"):
         steps = [rmem, wmem] if cap == "receiver-window" else [wmem, rmem]
         small = {rmem: windows.receiver_rmem_max < receive, wmem: windows.sender_wmem_max < send}
+        if peer is not None:
+            # The peer's buffer is not known here, and a window a sender held back never
+            # grew: only a cap the peer's window set is the peer's to lift.
+            small[rmem] = cap == "receiver-window"
         chosen = [s for s in steps if small[s]] or steps[:1]
         return (*chosen, f"the path needs {human_bytes(needed)} in flight at {rtt_ms:.0f} ms")
     if cap == "congestion":
@@ -167,10 +193,12 @@ def explain(
     windows: Windows,
     before: dict[str, TransferResult],
     after: dict[str, TransferResult] | None = None,
+    peer: str | None = None,
 ) -> Explanation:
     """The explanation of a transfer from its part trials `before` the tune (at the settings
     found; memory to memory among them, whose least RTT measures the path) and `after` it (at
-    the recommended settings; None or empty when the baseline stays)."""
+    the recommended settings; None or empty when the baseline stays); `peer` names a receiver
+    that is another host."""
     if MEMORY not in before:
         raise ValueError("the explanation needs the memory-to-memory part")
     rtt = before[MEMORY].min_rtt_ms or before[MEMORY].rtt_ms
@@ -179,8 +207,8 @@ def explain(
     parts = _figures(before)
     after_cap = cap_of(after, goodput_mbit)[0] if after and MEMORY in after else None
     return Explanation(rate_mbit, goodput_mbit, rtt, needed, windows, parts, cap, why,
-                       lift_for(cap, windows, needed, parts, rtt),
-                       _figures(after or {}), after_cap)  # fmt: skip
+                       lift_for(cap, windows, needed, parts, rtt, peer),
+                       _figures(after or {}), after_cap, peer)  # fmt: skip
 
 
 def _figures(parts: dict[str, TransferResult]) -> dict[str, float]:
@@ -190,13 +218,15 @@ def _figures(parts: dict[str, TransferResult]) -> dict[str, float]:
 def explanation_document(e: Explanation) -> dict[str, Any]:
     """The explanation as the `transfer` block of `iotuner tune --json`."""
     return {
+        "peer": e.peer,
         "rate_mbit": e.rate_mbit,
         "goodput_mbit": round(e.goodput_mbit, 2),
         "rtt_ms": round(e.rtt_ms, 3),
         "needed_window_bytes": e.needed_bytes,
         "windows": {
             "sender_tcp_wmem_max": e.windows.sender_wmem_max,
-            "receiver_tcp_rmem_max": e.windows.receiver_rmem_max,
+            # A named peer's is not known here (None): only the window it advertised.
+            "receiver_tcp_rmem_max": e.windows.receiver_rmem_max if e.peer is None else None,
             "advertised_bytes": e.windows.advertised,
             "ceiling_mbit": round(e.ceiling_mbit, 2),
         },
@@ -212,10 +242,13 @@ def explanation_document(e: Explanation) -> dict[str, Any]:
 
 def explanation_lines(e: Explanation) -> list[tuple[str, str]]:
     """The explanation as (label, text) rows for the terminal."""
+    rate = f"{e.rate_mbit:g} Mbit/s"
+    if e.peer is not None:
+        rate = f"at least {rate} to {e.peer} (the most a run carried)"
     rows = [
         (
             "path",
-            f"{e.rate_mbit:g} Mbit/s, RTT {e.rtt_ms:.1f} ms: it needs a window of "
+            f"{rate}, RTT {e.rtt_ms:.1f} ms: it needs a window of "
             f"{human_bytes(e.needed_bytes)} (rate x RTT)",
         ),
         ("window now", _windows_text(e)),
@@ -234,6 +267,9 @@ def _windows_text(e: Explanation) -> str:
     w = e.windows
     text = (f"the receiver's buffer stops at {w.receiver_rmem_max} (tcp_rmem max), the "
             f"sender's at {w.sender_wmem_max} (tcp_wmem max)")  # fmt: skip
+    if e.peer is not None:
+        text = (f"this host's send buffer stops at {w.sender_wmem_max} (tcp_wmem max); the "
+                "peer's receive buffer is not known here")  # fmt: skip
     if w.advertised:
         text += (f"; the receiver advertised at most {human_bytes(w.advertised)}: "
                  f"{e.ceiling_mbit:.1f} Mbit/s at this RTT")  # fmt: skip
