@@ -28,6 +28,7 @@ from tuner.trials.faults import TrialFault
 from tuner.trials.fio import file_count, is_buffered, reads, writes
 from tuner.trials.idle import wait_until_idle
 from tuner.trials.jobfile import load_fio_job
+from tuner.trials.peer import parse_peer
 from tuner.trials.targets import TrialTarget
 from tuner.trials.trial import user_region_bytes
 from tuner.tunables.engine import TunableEngine
@@ -49,7 +50,8 @@ seek and the readahead window decides how much each seek brings (docs/tune.md)."
 DEFAULT_WORKLOAD = "stream-read"
 TRANSFER_WORKLOAD = "disk-to-network"
 """Without --target, this workload tunes a transfer between the network lab's two ends
-(tuner/commands/tune_transfer.py); with one, it reads the target as a sender's disk would."""
+(tuner/commands/tune_transfer.py); with one, it reads the target as a sender's disk would.
+With --peer it tunes this host as the sender to that peer (tuner/commands/tune_peer.py)."""
 IDLE_WAIT_S = 60.0
 """How long --idle-below waits before a trial for the devices to get idle (then it stops)."""
 
@@ -122,6 +124,15 @@ def tune(
             "MemAvailable."
         ),
     ] = None,
+    peer: Annotated[
+        str | None,
+        typer.Option(
+            help=f"With --workload {TRANSFER_WORKLOAD}: tune this host as the sender to "
+            "HOST[:PORT] running `iperf3 -s` (port 5201 unless given); --target DIR gives "
+            "the transfer a source file there.",
+            metavar="HOST[:PORT]",
+        ),
+    ] = None,
 ) -> None:
     """Measure the baseline, search host settings with short fio trials, confirm the winner.
 
@@ -135,13 +146,20 @@ def tune(
     it has one), both ends' TCP buffers and congestion control searched, and the result
     explained as Hughes-Jones and Dallison did: the window the path needs, the window the
     hosts allow, the part that caps the transfer and what would lift it.
+    With --peer HOST[:PORT] as well, this host is the sender and HOST, running `iperf3 -s`,
+    the receiver: the path is measured first (an unreachable peer is exit 1 before anything
+    changes), only this host's settings are searched (tcp_wmem, congestion control, and
+    readahead under a --target directory's source file), the explanation names what the
+    peer would need when the cap is on its side, and --plan-out writes this host's plan.
     A read-only --fio-job naming an existing file reads that file. A buffered reader's trials
     cache the share of their data production's page cache holds (--data-set, --cache-memory).
     Exit codes: 0 done, 1 a trial failed (a fault of the device: an I/O error, the device
     gone, a stalled trial, reported in one line with settings restored), the baseline could
-    not be measured honestly (its trials flagged: page cache...), or --idle-below found the
-    devices busy before the baseline, 2 bad input.
+    not be measured honestly (its trials flagged: page cache...), --idle-below found the
+    devices busy before the baseline, or the --peer could not be reached or the transfer
+    tune passed its time bound, 2 bad input (a malformed --peer among it).
     """
+    named = parse_peer(peer) if peer is not None else None
     if objective not in ("auto", *OBJECTIVES):
         raise BadInput(f"--objective {objective}: use auto, {', '.join(OBJECTIVES)}")
     if os.geteuid() != 0:
@@ -155,6 +173,16 @@ def tune(
     # scikit-optimize and scipy take seconds to import: only `tune` pays for them.
     from tuner.tune.session import Tune, TuneConfig
 
+    if named is not None:
+        _peer_only(chosen, fio_job, destroy_data, target)
+        _transfer_only(objective, app_params, idle_below, io_cap, data_set, cache_memory)
+        from tuner.commands.tune_peer import tune_peer
+        from tuner.tune.objective import TRANSFER
+
+        config = TuneConfig(budget=budget, time_s=time_s, runtime_s=runtime, ramp_s=ramp,
+                            objective=TRANSFER, seed=seed)  # fmt: skip
+        tune_peer(chosen, config, named, target, as_json=as_json, plan_out=plan_out)
+        return
     if chosen.name == TRANSFER_WORKLOAD and fio_job is None and main_job:
         _transfer_only(objective, app_params, idle_below, io_cap, data_set, cache_memory)
         from tuner.commands.tune_transfer import tune_transfer
@@ -216,13 +244,27 @@ def tune(
         print_changes(console, result)
 
 
+def _peer_only(
+    workload: Workload, fio_job: Path | None, destroy_data: str | None, target: str | None
+) -> None:
+    """BadInput unless --peer comes with what a transfer to it can use."""
+    if workload.name != TRANSFER_WORKLOAD or fio_job is not None:
+        raise BadInput(f"--peer tunes a transfer to the peer: give --workload {TRANSFER_WORKLOAD}"
+                       " (and no --fio-job)")  # fmt: skip
+    if destroy_data is not None:
+        raise BadInput("--peer sends from memory or from a scratch file in a --target "
+                       "directory; --destroy-data has nothing to do there")  # fmt: skip
+    if target is not None and not Path(target).is_dir():
+        raise BadInput(f"--target {target}: with --peer, a directory for the source file")
+
+
 def _transfer_only(objective: str, app: bool, *options: object) -> None:
     """BadInput when a transfer tune is given an option that concerns fio's trials only."""
     if objective != "auto" or app or any(option is not None for option in options):
         raise BadInput(
-            f"--workload {TRANSFER_WORKLOAD} on the lab tunes a transfer (its score is Mbit/s "
-            "received): --objective, --app-params, --idle-below, --io-cap, --data-set and "
-            "--cache-memory concern fio's trials"
+            f"--workload {TRANSFER_WORKLOAD} on the lab or with --peer tunes a transfer (its "
+            "score is Mbit/s received): --objective, --app-params, --idle-below, --io-cap, "
+            "--data-set and --cache-memory concern fio's trials"
         )
 
 

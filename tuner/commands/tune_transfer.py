@@ -105,7 +105,7 @@ def tune_transfer(
         tunables = engine.tunables
         wmem, rmem = windows_now(tunables, ends)
         console.print("measuring the parts at the settings found", style="dim")
-        before = _parts(engine, ends, seconds, omit, {})
+        before = measure_parts(engine, ends, seconds, omit, {})
         rtt = before[MEMORY].min_rtt_ms or before[MEMORY].rtt_ms
         # The topology says where the source's reads enter and how much memory may be dirty.
         topology = probe_with_settings(tunables.sys.fs()) if ends.source or ends.sink else None
@@ -127,7 +127,8 @@ def tune_transfer(
         after = {}
         if result.chosen:
             console.print("measuring the parts at the recommended settings", style="dim")
-            after = _parts(engine, ends, seconds, omit, space.host_settings(result.best_settings))
+            best = space.host_settings(result.best_settings)
+            after = measure_parts(engine, ends, seconds, omit, best)
         windows = Windows(wmem, rmem, before[MEMORY].max_snd_wnd_bytes)
         explanation = explain(net.rate_mbit, ends.goodput_mbit, windows, before, after)
         result = as_written(result, space)
@@ -141,14 +142,15 @@ def tune_transfer(
     print_changes(console, result)
 
 
-def _parts(
+def measure_parts(
     engine: TunableEngine,
     ends: TransferEnds,
     seconds: int,
     omit: int,
     settings: dict[tuple[str, str], Any],
 ) -> dict[str, Any]:
-    """Each part the ends can measure, once, at `settings` (restored after each)."""
+    """Each part the ends can measure, once, at `settings` (restored after each): the
+    paper's parts, before a tune and after it."""
     return {
         kind: transfer_trial(engine, dict(settings), ends, options)[0]
         for kind, options in part_options(ends, seconds, omit).items()

@@ -1,0 +1,160 @@
+"""`iotuner tune --workload disk-to-network --peer HOST[:PORT]`: tune this host as the sender
+of a bulk transfer to a peer that runs `iperf3 -s`.
+
+The peer is checked first, before anything is changed: one eight-stream iperf3 run measures
+the path (tuner/trials/peer.py; an unreachable peer is one line and exit 1). Then, as the lab's
+transfer tune does, the parts are measured at the settings found, this host's settings are
+searched with iperf3 trials (journaled, restored after every trial, also on Ctrl-C, SIGTERM
+and, through the journal, after kill -9), the winner is confirmed against the baseline
+interleaved, and the parts are measured again at it. The result is explained in the paper's
+terms, naming what the peer would need when the cap is on its side; --plan-out writes this
+host's settings as a plan for `iotuner apply`.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from tuner.errors import IotunerError
+from tuner.plan import plan_from_tune, write_plan
+from tuner.results import save_result
+from tuner.rules.model import Workload
+from tuner.search.space import HOST
+from tuner.trials.peer import Peer, measure_path
+from tuner.trials.route import route_to
+from tuner.trials.transfer import TransferResult
+from tuner.tunables.base import TunableError
+from tuner.tunables.engine import TunableEngine
+from tuner.tunables.journal import Journal
+from tuner.tunables.observe import probe_with_settings
+from tuner.tunables.signals import restore_on_signals
+from tuner.tunables.sysroot import live_sysroot
+from tuner.tune.result import TuneResult
+from tuner.tune.session import Search, TuneConfig
+from tuner.tune.setup import current_point
+from tuner.tune.transfer import (
+    WMEM,
+    as_written,
+    bdp_point,
+    transfer_space,
+    transfer_trial,
+    window_high,
+)
+from tuner.tune.transfer_explain import MEMORY, Windows, explain, needed_window
+from tuner.tune.transfer_peer import bounded, path_rate, peer_ends
+from tuner.tune.view import TuneView, print_changes, render_summary
+
+
+def tune_peer(
+    workload: Workload,
+    config: TuneConfig,
+    peer: Peer,
+    source_dir: str | None,
+    *,
+    as_json: bool,
+    plan_out: Path | None,
+) -> None:
+    """Tune this host's side of a transfer to `peer` (the module's docstring) and print it."""
+    from tuner.commands.tune_transfer import explanation_table, measure_parts, transfer_document
+
+    console = Console(stderr=as_json)
+    seconds, omit = max(1, round(config.runtime_s)), round(config.ramp_s)
+    started = time.monotonic()
+    console.print(f"measuring the path to {peer} (iperf3 -s there)", style="dim", highlight=False)
+    measured = measure_path(peer)  # before anything changes: an unreachable peer ends it here
+    route = route_to(measured.address)
+    with ExitStack() as stack:
+        journal = stack.enter_context(Journal())
+        engine = stack.enter_context(TunableEngine(live_sysroot(), journal))
+        stack.enter_context(restore_on_signals(engine))
+        tunables = engine.tunables
+        wmem = _wmem_max(engine)
+        rate, how = path_rate(measured, wmem, route)
+        console.print(f"path: RTT {measured.rtt_ms:g} ms, {measured.rate_mbit:g} Mbit/s over "
+                      f"{measured.streams} streams; windows sized for {rate:g} Mbit/s ({how})",
+                      style="dim", highlight=False)  # fmt: skip
+        ends = stack.enter_context(peer_ends(measured, route, rate, source_dir, seconds + omit))
+        console.print("measuring the parts at the settings found", style="dim")
+        before = measure_parts(engine, ends, seconds, omit, {})
+        rtt = before[MEMORY].min_rtt_ms or measured.rtt_ms
+        # The topology says where the source's reads enter.
+        topology = probe_with_settings(tunables.sys.fs()) if ends.source else None
+        space = transfer_space(topology, tunables, ends, window_high(rate, rtt), None)
+        if not space.dimensions:
+            raise IotunerError("nothing to search: every setting is at its bound already")
+        baseline = current_point(space, tunables, workload, None)
+        suggested = bdp_point(space, baseline, ends, needed_window(rate, rtt))
+        options = ends.options(seconds, omit)
+        view = stack.enter_context(TuneView(console, config.budget, enabled=console.is_terminal))
+        runner = bounded(lambda point: transfer_trial(engine, space.host_settings(point), ends,
+                                                      options)[1], started)  # fmt: skip
+        session = Search(f"this host -> {peer} ({options.kind})", workload.name, space, config,
+                         runner, on_trial=view.trial)  # fmt: skip
+        result = session.run(baseline, suggested)
+        after: dict[str, TransferResult] = {}
+        if result.chosen:
+            console.print("measuring the parts at the recommended settings", style="dim")
+            after = measure_parts(engine, ends, seconds, omit,
+                                  space.host_settings(result.best_settings))  # fmt: skip
+        carried = _most_carried(measured.rate_mbit, before, after, result)
+        windows = Windows(wmem, 0, before[MEMORY].max_snd_wnd_bytes)
+        explanation = explain(carried, carried, windows, before, after, peer=str(peer))
+        result = as_written(result, space)
+    document = transfer_document(result, explanation)
+    document["peer"] = {"peer": str(peer), "address": ends.ends.address,
+                        "interface": route.interface if route else None,
+                        "windows_sized_for_mbit": rate, "how": how}  # fmt: skip
+    if plan_out is not None:
+        write_plan(_plan(result, document), plan_out)
+    save_result("tune", document)
+    if as_json:
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        return
+    console.print(render_summary(result))
+    console.print(explanation_table(explanation))
+    print_changes(console, result)
+    if plan_out is not None:
+        console.print(f"plan written to {plan_out}", highlight=False)
+
+
+def _wmem_max(engine: TunableEngine) -> int:
+    """This host's tcp_wmem max as it is (0: unreadable)."""
+    try:
+        value = engine.tunables.read(WMEM, HOST)
+    except TunableError:
+        return 0
+    return int(value[-1]) if isinstance(value, tuple) and value else 0
+
+
+def _most_carried(
+    preflight: float,
+    before: dict[str, TransferResult],
+    after: dict[str, TransferResult],
+    result: TuneResult,
+) -> float:
+    """The most any memory-to-memory run to the peer carried (Mbit/s received): the path
+    carries at least that. Search trials score MB/s of what reached the peer."""
+    figures = [preflight, before[MEMORY].goodput_mbit]
+    if MEMORY in after:
+        figures.append(after[MEMORY].goodput_mbit)
+    if before.keys() == {MEMORY}:  # the trials were memory to memory too
+        figures += [t.mbps * 8 for t in result.trials if not t.set_aside]
+    return round(max(figures), 1)
+
+
+def _plan(result: TuneResult, document: dict[str, Any]) -> Any:
+    """This host's confirmed changes as a plan (triples as lists, as a plan writes them)."""
+    measured = {k: v for k, v in document.items() if k != "trials"}
+    changes = {slot: list(v) if isinstance(v, tuple) else v
+               for slot, v in result.changes().items()}  # fmt: skip
+    baseline = {slot: list(v) if isinstance(v, tuple) else v
+                for slot, v in result.baseline_settings.items()}  # fmt: skip
+    return plan_from_tune(changes, baseline, socket.gethostname(), result.workload, measured)
