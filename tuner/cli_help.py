@@ -38,6 +38,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "iotuner tune --target /dev/sdb --destroy-data /dev/sdb --workload stream-write",
         "iotuner tune --fio-job db.fio --cache-memory 8G   # a database reading its own file",
         "iotuner tune --workload disk-to-network   # both ends of the network lab's path",
+        "iotuner tune --workload disk-to-network --peer dtn2   # this host sending to dtn2",
         "iotuner tune --json --plan-out plan.yaml",
     ),
     "apply": (
