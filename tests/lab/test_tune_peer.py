@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.lab.test_network import goodput_mbit, in_ns
 from tests.netns import host_sysctl, sysctl_in
 from tuner.lab import lab_down, lab_up, load_spec
 from tuner.lab.model import LabNetwork
+from tuner.plan import read_plan
 
 pytestmark = pytest.mark.lab
 
@@ -130,8 +130,9 @@ def test_a_peer_tune_lifts_this_hosts_buffer_and_names_the_peers_window(
     assert any(int(found.split()[2]) > 131072 for found in watch.sender_wmem)
     assert watch.host == {host_before}
     # The plan holds this host's change, for `iotuner apply` on the sender.
-    entries = yaml.safe_load(plan.read_text())["entries"]
-    assert {(e["key"], e["target"]) for e in entries} == {(k, "host") for k in changed}
+    written = read_plan(plan)  # checked as `iotuner apply` checks it
+    assert {(e.key, e.target) for e in written.entries} == {(k, "host") for k in changed}
+    assert written.workload == "disk-to-network" and written.measured is not None
     assert {key: sysctl_in(net.sender, key) for key in SENDER_KEYS} == sender_before
 
     # The peer's old receive buffer: its window is the cap, the peer's to raise.

@@ -135,6 +135,9 @@ def test_a_peers_window_is_the_peers_to_raise_from_what_it_advertised() -> None:
         "it advertised at most 110.6 KiB): iotuner cannot change it from here"
     )
     assert e.lift[1].startswith("raise this host's net.ipv4.tcp_wmem max (131072) to at least")
+    # The rate is a floor when the peer's window held every run back: so is the window.
+    assert e.lift[2] == ("the path needs at least 2.3 MiB in flight at 100 ms, more if it is "
+                         "faster than any run to the peer carried")  # fmt: skip
     doc = explanation_document(e)
     assert doc["peer"] == PEER and doc["windows"]["receiver_tcp_rmem_max"] is None
     assert doc["windows"]["advertised_bytes"] == 113280

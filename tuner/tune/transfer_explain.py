@@ -158,6 +158,11 @@ def lift_for(
             # grew: only a cap the peer's window set is the peer's to lift.
             small[rmem] = cap == "receiver-window"
         chosen = [s for s in steps if small[s]] or steps[:1]
+        if peer is not None:
+            # The rate is the most a run carried: a window that capped every run hid the rest.
+            return (*chosen, f"the path needs at least {human_bytes(needed)} in flight at "
+                             f"{rtt_ms:.0f} ms, more if it is faster than any run to the peer "
+                             "carried")  # fmt: skip
         return (*chosen, f"the path needs {human_bytes(needed)} in flight at {rtt_ms:.0f} ms")
     if cap == "congestion":
         return ("a congestion control that tolerates loss (bbr) on the sender, or a path "
