@@ -130,7 +130,9 @@ def _term(param: Any) -> str:
     names = ", ".join(r"\fB" + _escape(opt) + r"\fR" for opt in param.opts)
     if getattr(param, "is_flag", False):
         return names
-    return names + r" \fI" + _escape(param.name.upper()) + r"\fR"
+    # The metavar --help shows (HOST[:PORT]), else the option's name.
+    shown = getattr(param, "metavar", None) or param.name.upper()
+    return names + r" \fI" + _escape(shown) + r"\fR"
 
 
 def _paragraphs(text: str) -> list[str]:
