@@ -51,9 +51,9 @@ network:
   rtt_ms: 100
   sender: {{tcp_rmem: 4096 87380 174760, tcp_wmem: 4096 16384 131072, disk: src}}
   receiver: {{tcp_rmem: 4096 87380 174760, tcp_wmem: 4096 16384 131072, disk: dst}}
-disks: [{{name: src, read_mbps: {SOURCE_MBPS}, write_mbps: 1000, iops: 5000, size: 400MiB,
+disks: [{{name: src, read_mbps: {SOURCE_MBPS}, write_mbps: 1000, iops: 5000, size: 1GiB,
           fs: xfs}},
-        {{name: dst, read_mbps: 1000, write_mbps: {SINK_MBPS}, iops: 5000, size: 400MiB,
+        {{name: dst, read_mbps: 1000, write_mbps: {SINK_MBPS}, iops: 5000, size: 1GiB,
           fs: xfs}}]
 """
 
