@@ -149,6 +149,7 @@ def old_buffers() -> dict[tuple[str, str], Any]:
     """Part 1: the tune's wall time, then defaults, TuneD and the tune side by side."""
     from tuner.tunables.engine import TunableEngine
     from tuner.tunables.journal import Journal
+    from tuner.tunables.sysroot import live_sysroot
 
     with lab(None, "wan-old-buffers") as up:
         net = up.network
@@ -161,7 +162,7 @@ def old_buffers() -> dict[tuple[str, str], Any]:
                                         "iotuner tune": []}  # fmt: skip
         points = {"defaults": {}, "TuneD network-throughput": by_end(net, TUNED),
                   "iotuner tune": tuned}  # fmt: skip
-        with Journal() as journal, TunableEngine(Path("/"), journal) as engine:
+        with Journal() as journal, TunableEngine(live_sysroot(), journal) as engine:
             for round_ in range(ARGS.repeats):
                 for name, settings in points.items():
                     rows[name].append(transfer(engine, settings, net, ARGS.seconds).received_mbit)
@@ -183,6 +184,7 @@ def disk_to_disk(tuned: dict[tuple[str, str], Any]) -> None:
     """Part 2: disk to disk against the slowest part alone, at the tune's buffers."""
     from tuner.tunables.engine import TunableEngine
     from tuner.tunables.journal import Journal
+    from tuner.tunables.sysroot import live_sysroot
 
     rows: dict[str, list[float]] = {"read": [], "path": [], "write": [], "disk-to-disk": []}
     received: list[float] = []
@@ -198,7 +200,7 @@ def disk_to_disk(tuned: dict[tuple[str, str], Any]) -> None:
                         f"count={size_mib}", "conv=fsync", "status=none"], check=True)  # fmt: skip
         sink = Path(tempfile.mkdtemp(dir=net.receiver_mount))
         read_mib, write_mib = SOURCE_MBPS * seconds, SINK_MBPS * seconds
-        with Journal() as journal, TunableEngine(Path("/"), journal) as engine:
+        with Journal() as journal, TunableEngine(live_sysroot(), journal) as engine:
             for round_ in range(ARGS.repeats):
                 rows["read"].append(dd_mbit(f"if={source}", "of=/dev/null",
                                             f"count={read_mib}", "iflag=direct"))  # fmt: skip
