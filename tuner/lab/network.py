@@ -27,6 +27,7 @@ from tuner.lab import nbd, system
 from tuner.lab.model import LabNetwork
 from tuner.lab.netspec import HostTcp, NetworkSpec
 from tuner.lab.record import LabRecord, Step
+from tuner.tunables.netns import in_netns
 
 SOURCE = Path(__file__).with_name("delayline.c")
 INTERFACE = "wan0"
@@ -46,7 +47,7 @@ def namespaces(lab_id: str) -> dict[str, str]:
 
 def in_ns(ns: str, cmd: list[str]) -> list[str]:
     """`cmd` run inside namespace `ns`."""
-    return ["ip", "netns", "exec", ns, *cmd]
+    return in_netns(ns, cmd)
 
 
 def relay_queue_bytes(spec: NetworkSpec) -> int:

@@ -19,6 +19,8 @@ import threading
 from dataclasses import dataclass
 from types import TracebackType
 
+from tuner.tunables.netns import in_netns
+
 POLL_S = 0.5
 SS_TIMEOUT_S = 5.0
 MAX_SS_BYTES = 1 << 20
@@ -86,8 +88,7 @@ class LimitSampler:
     that moved the most bytes (the data connection, not iperf3's control connection)."""
 
     def __init__(self, ns: str | None, address: str, port: int) -> None:
-        cmd = ["ss", "-tinH", "dst", address]
-        self.command = cmd if ns is None else ["ip", "netns", "exec", ns, *cmd]
+        self.command = in_netns(ns, ["ss", "-tinH", "dst", address])
         self.port = port
         self.last: TcpLimits | None = None
         self._stop = threading.Event()

@@ -26,6 +26,7 @@ from typing import Any
 from tuner.errors import BadInput, IotunerError
 from tuner.lab.model import LabNetwork
 from tuner.trials.tcp_limits import LimitSampler, TcpLimits
+from tuner.tunables.netns import in_netns
 
 IPERF3_MISSING = "iperf3 not found: install the Debian package iperf3"
 MAX_OUTPUT_BYTES = 4 << 20
@@ -155,7 +156,7 @@ def run_transfer(ends: Ends, options: TransferOptions) -> TransferResult:
     if options.receive_file:
         server_cmd += ["-F", options.receive_file]
     server = subprocess.Popen(
-        _in(ends.receiver_ns, server_cmd),
+        in_netns(ends.receiver_ns, server_cmd),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -204,7 +205,7 @@ def client_command(ends: Ends, options: TransferOptions) -> list[str]:
         cmd += ["-w", str(options.window)]
     if options.send_file:
         cmd += ["-F", options.send_file]
-    return _in(ends.sender_ns, cmd)
+    return in_netns(ends.sender_ns, cmd)
 
 
 def run_client(ends: Ends, options: TransferOptions) -> TransferResult:
@@ -308,14 +309,10 @@ def _number(value: object) -> float:
     return float(value)
 
 
-def _in(ns: str | None, cmd: list[str]) -> list[str]:
-    return cmd if ns is None else ["ip", "netns", "exec", ns, *cmd]
-
-
 def _wait_listening(ends: Ends) -> None:
     """Until the receiver's iperf3 listens on its port (the client would fail at once)."""
     deadline = time.monotonic() + LISTEN_WAIT_S
-    query = _in(ends.receiver_ns, ["ss", "-Hltn", f"sport = :{ends.port}"])
+    query = in_netns(ends.receiver_ns, ["ss", "-Hltn", f"sport = :{ends.port}"])
     while time.monotonic() < deadline:
         done = subprocess.run(query, capture_output=True, text=True, timeout=10, check=False)
         if done.stdout.strip():

@@ -48,3 +48,9 @@ def name_problem(target: object) -> str | None:
 def target_for(name: str) -> str:
     """The target naming namespace `name`."""
     return PREFIX + name
+
+
+def in_netns(name: str | None, cmd: list[str]) -> list[str]:
+    """`cmd` run inside namespace `name` by `ip netns exec`, or as it is for None (this
+    process's own namespace). The name is the caller's to check (a lab's, or valid_name)."""
+    return cmd if name is None else ["ip", "netns", "exec", name, *cmd]
