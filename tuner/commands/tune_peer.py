@@ -23,7 +23,6 @@ from typing import Any
 
 from rich.console import Console
 
-from tuner.errors import IotunerError
 from tuner.plan import plan_from_tune, write_plan
 from tuner.results import save_result
 from tuner.rules.model import Workload
@@ -31,24 +30,31 @@ from tuner.search.space import HOST
 from tuner.trials.peer import Peer, measure_path
 from tuner.trials.route import route_to
 from tuner.trials.transfer import TransferResult
-from tuner.tunables.base import TunableError
 from tuner.tunables.engine import TunableEngine
 from tuner.tunables.journal import Journal
 from tuner.tunables.observe import probe_with_settings
 from tuner.tunables.signals import restore_on_signals
 from tuner.tunables.sysroot import live_sysroot
 from tuner.tune.result import TuneResult
-from tuner.tune.session import Search, TuneConfig
-from tuner.tune.setup import current_point
+from tuner.tune.session import TuneConfig
 from tuner.tune.transfer import (
     WMEM,
+    TransferSearch,
     as_written,
-    bdp_point,
+    buffer_max,
+    measure_parts,
+    search_transfer,
     transfer_space,
-    transfer_trial,
     window_high,
 )
-from tuner.tune.transfer_explain import MEMORY, Windows, explain, needed_window
+from tuner.tune.transfer_explain import (
+    MEMORY,
+    Windows,
+    explain,
+    explanation_table,
+    needed_window,
+    transfer_document,
+)
 from tuner.tune.transfer_peer import bounded, path_rate, peer_ends
 from tuner.tune.view import TuneView, print_changes, render_summary
 
@@ -63,8 +69,6 @@ def tune_peer(
     plan_out: Path | None,
 ) -> None:
     """Tune this host's side of a transfer to `peer` (the module's docstring) and print it."""
-    from tuner.commands.tune_transfer import explanation_table, measure_parts, transfer_document
-
     console = Console(stderr=as_json)
     seconds, omit = max(1, round(config.runtime_s)), round(config.ramp_s)
     started = time.monotonic()
@@ -76,7 +80,7 @@ def tune_peer(
         engine = stack.enter_context(TunableEngine(live_sysroot(), journal))
         stack.enter_context(restore_on_signals(engine))
         tunables = engine.tunables
-        wmem = _wmem_max(engine)
+        wmem = buffer_max(tunables, WMEM, HOST)
         rate, how = path_rate(measured, wmem, route)
         console.print(f"path: RTT {measured.rtt_ms:g} ms, {measured.rate_mbit:g} Mbit/s over "
                       f"{measured.streams} streams; windows sized for {rate:g} Mbit/s ({how})",
@@ -88,17 +92,11 @@ def tune_peer(
         # The topology says where the source's reads enter.
         topology = probe_with_settings(tunables.sys.fs()) if ends.source else None
         space = transfer_space(topology, tunables, ends, window_high(rate, rtt), None)
-        if not space.dimensions:
-            raise IotunerError("nothing to search: every setting is at its bound already")
-        baseline = current_point(space, tunables, workload, None)
-        suggested = bdp_point(space, baseline, ends, needed_window(rate, rtt))
-        options = ends.options(seconds, omit)
         view = stack.enter_context(TuneView(console, config.budget, enabled=console.is_terminal))
-        runner = bounded(lambda point: transfer_trial(engine, space.host_settings(point), ends,
-                                                      options)[1], started)  # fmt: skip
-        session = Search(f"this host -> {peer} ({options.kind})", workload.name, space, config,
-                         runner, on_trial=view.trial)  # fmt: skip
-        result = session.run(baseline, suggested)
+        search = TransferSearch(f"this host -> {peer}", workload, config,
+                                needed_window(rate, rtt), seconds, omit, view.trial,
+                                bound=lambda runner: bounded(runner, started))  # fmt: skip
+        result = search_transfer(engine, ends, space, search)
         after: dict[str, TransferResult] = {}
         if result.chosen:
             console.print("measuring the parts at the recommended settings", style="dim")
@@ -123,15 +121,6 @@ def tune_peer(
     print_changes(console, result)
     if plan_out is not None:
         console.print(f"plan written to {plan_out}", highlight=False)
-
-
-def _wmem_max(engine: TunableEngine) -> int:
-    """This host's tcp_wmem max as it is (0: unreadable)."""
-    try:
-        value = engine.tunables.read(WMEM, HOST)
-    except TunableError:
-        return 0
-    return int(value[-1]) if isinstance(value, tuple) and value else 0
 
 
 def _most_carried(

@@ -15,12 +15,10 @@ import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
-from tuner.errors import BadInput, IotunerError
+from tuner.errors import BadInput
 from tuner.lab.model import LabNetwork
 from tuner.lab.session import lab_session
 from tuner.lab.status import lab_status
@@ -31,28 +29,25 @@ from tuner.tunables.journal import Journal
 from tuner.tunables.observe import probe_with_settings
 from tuner.tunables.signals import restore_on_signals
 from tuner.tunables.sysroot import live_sysroot
-from tuner.tune.result import TuneResult, result_document
-from tuner.tune.session import Search, TuneConfig
-from tuner.tune.setup import current_point, host_dirtyable_bytes
+from tuner.tune.session import TuneConfig
+from tuner.tune.setup import host_dirtyable_bytes
 from tuner.tune.transfer import (
-    TransferEnds,
+    TransferSearch,
     as_written,
-    bdp_point,
     lab_ends,
-    part_options,
+    measure_parts,
+    search_transfer,
     transfer_space,
-    transfer_trial,
     window_high,
     windows_now,
 )
 from tuner.tune.transfer_explain import (
     MEMORY,
-    Explanation,
     Windows,
     explain,
-    explanation_document,
-    explanation_lines,
+    explanation_table,
     needed_window,
+    transfer_document,
 )
 from tuner.tune.view import TuneView, print_changes, render_summary
 
@@ -112,18 +107,11 @@ def tune_transfer(
         dirtyable = host_dirtyable_bytes(topology) if topology and ends.sink else None
         space = transfer_space(topology, tunables, ends, window_high(net.rate_mbit, rtt),
                                dirtyable)  # fmt: skip
-        if not space.dimensions:
-            raise IotunerError("nothing to search: every setting is at its bound already")
-        baseline = current_point(space, tunables, workload, dirtyable)
-        suggested = bdp_point(space, baseline, ends, needed_window(net.rate_mbit, rtt))
-        options = ends.options(seconds, omit)
         view = stack.enter_context(TuneView(console, config.budget, enabled=console.is_terminal))
-        label = f"{net.sender} -> {net.receiver_address} (lab {spec}, {options.kind})"
-        session = Search(label, workload.name, space, config,
-                         lambda point: transfer_trial(engine, space.host_settings(point), ends,
-                                                      options)[1],
-                         on_trial=view.trial)  # fmt: skip
-        result = session.run(baseline, suggested)
+        search = TransferSearch(f"{net.sender} -> {net.receiver_address} (lab {spec})",
+                                workload, config, needed_window(net.rate_mbit, rtt), seconds,
+                                omit, view.trial, dirtyable)  # fmt: skip
+        result = search_transfer(engine, ends, space, search)
         after = {}
         if result.chosen:
             console.print("measuring the parts at the recommended settings", style="dim")
@@ -140,35 +128,3 @@ def tune_transfer(
     console.print(render_summary(result))
     console.print(explanation_table(explanation))
     print_changes(console, result)
-
-
-def measure_parts(
-    engine: TunableEngine,
-    ends: TransferEnds,
-    seconds: int,
-    omit: int,
-    settings: dict[tuple[str, str], Any],
-) -> dict[str, Any]:
-    """Each part the ends can measure, once, at `settings` (restored after each): the
-    paper's parts, before a tune and after it."""
-    return {
-        kind: transfer_trial(engine, dict(settings), ends, options)[0]
-        for kind, options in part_options(ends, seconds, omit).items()
-    }
-
-
-def transfer_document(result: TuneResult, explanation: Explanation) -> dict[str, Any]:
-    """The `iotuner tune --json` document of a transfer tune: a tune's, plus `transfer`."""
-    document = result_document(result)
-    document["transfer"] = explanation_document(explanation)
-    return document
-
-
-def explanation_table(explanation: Explanation) -> Table:
-    """The explanation's rows under the summary."""
-    table = Table(title="the path, in the terms of Hughes-Jones & Dallison", title_justify="left")
-    table.add_column("")
-    table.add_column("")
-    for label, text in explanation_lines(explanation):
-        table.add_row(label, text)
-    return table

@@ -22,12 +22,14 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tuner.errors import IotunerError
 from tuner.lab.model import LabNetwork
+from tuner.rules.model import Workload
 from tuner.search.space import HOST, Point, SearchSpace, SpaceContext, space_for
 from tuner.topology.model import Topology
 from tuner.topology.walk import reads_enter
@@ -40,8 +42,9 @@ from tuner.tunables.access import Tunables
 from tuner.tunables.base import TunableError
 from tuner.tunables.engine import TunableEngine
 from tuner.tunables.netns import target_for
-from tuner.tune.result import Setting, TuneResult
-from tuner.tune.session import PointTrial
+from tuner.tune.result import Setting, TrialRecord, TuneResult
+from tuner.tune.session import PointTrial, Runner, Search, TuneConfig
+from tuner.tune.setup import current_point
 
 RMEM, WMEM = "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"
 CONGESTION = "net.ipv4.tcp_congestion_control"
@@ -236,17 +239,56 @@ def _uncache(path: str) -> None:
         os.close(fd)
 
 
+def buffer_max(tunables: Tunables, key: str, target: str | None) -> int:
+    """A tcp_rmem/tcp_wmem max as it is at `target` (0: unreadable, or None: a named peer's)."""
+    try:
+        value = tunables.read(key, target) if target is not None else ()
+    except TunableError:
+        value = ()
+    return int(value[-1]) if isinstance(value, tuple) and value else 0
+
+
 def windows_now(tunables: Tunables, ends: TransferEnds) -> tuple[int, int]:
-    """The sender's tcp_wmem max and the receiver's tcp_rmem max as they are (0: unreadable,
-    or a named peer's)."""
-    found = []
-    for key, target in ((WMEM, ends.sender), (RMEM, ends.receiver)):
-        try:
-            value = tunables.read(key, target) if target is not None else ()
-        except TunableError:
-            value = ()
-        found.append(int(value[-1]) if isinstance(value, tuple) and value else 0)
-    return found[0], found[1]
+    """The sender's tcp_wmem max and the receiver's tcp_rmem max as they are (buffer_max)."""
+    return buffer_max(tunables, WMEM, ends.sender), buffer_max(tunables, RMEM, ends.receiver)
+
+
+def measure_parts(
+    engine: TunableEngine,
+    ends: TransferEnds,
+    seconds: int,
+    omit: int,
+    settings: Mapping[tuple[str, str], Any],
+) -> dict[str, TransferResult]:
+    """Each part the ends can measure, once, at `settings` (restored after each): the
+    paper's parts, before a tune and after it."""
+    return {
+        kind: transfer_trial(engine, dict(settings), ends, options)[0]
+        for kind, options in part_options(ends, seconds, omit).items()
+    }
+
+
+def search_transfer(
+    engine: TunableEngine,
+    ends: TransferEnds,
+    space: SearchSpace,
+    search: TransferSearch,
+) -> TuneResult:
+    """Search `space` with transfer trials (the Search of a disk tune: baseline, the rules'
+    bandwidth-delay point first, confirmation, never worse). IotunerError when the space is
+    empty."""
+    if not space.dimensions:
+        raise IotunerError("nothing to search: every setting is at its bound already")
+    baseline = current_point(space, engine.tunables, search.workload, search.dirtyable)
+    suggested = bdp_point(space, baseline, ends, search.needed_window)
+    options = ends.options(search.seconds, search.omit)
+
+    def trial(point: Point) -> PointTrial:
+        return transfer_trial(engine, space.host_settings(point), ends, options)[1]
+
+    session = Search(f"{search.label} ({options.kind})", search.workload.name, space,
+                     search.config, search.bound(trial), on_trial=search.on_trial)  # fmt: skip
+    return session.run(baseline, suggested)
 
 
 def part_options(ends: TransferEnds, seconds: int, omit: int) -> dict[str, TransferOptions]:
@@ -262,3 +304,25 @@ def part_options(ends: TransferEnds, seconds: int, omit: int) -> dict[str, Trans
     if full.send_file and full.receive_file:
         parts["disk-to-disk"] = full
     return parts
+
+
+def _unbounded(runner: Runner) -> Runner:
+    return runner
+
+
+@dataclass(frozen=True)
+class TransferSearch:
+    """How a transfer tune searches: its label (the path, without the trial's kind), the
+    workload and config, the window the path needs (the rules' point), the receiver's dirty
+    allowance where it writes a file, trial length, the view's callback, and a wrapper
+    bounding each trial (a peer tune's overall time)."""
+
+    label: str
+    workload: Workload
+    config: TuneConfig
+    needed_window: int
+    seconds: int
+    omit: int
+    on_trial: Callable[[TrialRecord], None]
+    dirtyable: int | None = None
+    bound: Callable[[Runner], Runner] = _unbounded

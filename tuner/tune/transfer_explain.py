@@ -18,7 +18,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich.table import Table
+
 from tuner.trials.transfer import TransferResult
+from tuner.tune.result import TuneResult, result_document
 from tuner.units import human_bytes
 
 MEMORY = "memory-to-memory"
@@ -283,3 +286,20 @@ def _windows_text(e: Explanation) -> str:
 
 def _parts_text(parts: dict[str, float]) -> str:
     return ", ".join(f"{kind} {mbit:.1f} Mbit/s" for kind, mbit in parts.items())
+
+
+def transfer_document(result: TuneResult, explanation: Explanation) -> dict[str, Any]:
+    """The `iotuner tune --json` document of a transfer tune: a tune's, plus `transfer`."""
+    document = result_document(result)
+    document["transfer"] = explanation_document(explanation)
+    return document
+
+
+def explanation_table(explanation: Explanation) -> Table:
+    """The explanation's rows under the summary."""
+    table = Table(title="the path, in the terms of Hughes-Jones & Dallison", title_justify="left")
+    table.add_column("")
+    table.add_column("")
+    for label, text in explanation_lines(explanation):
+        table.add_row(label, text)
+    return table
