@@ -9,13 +9,15 @@ from pathlib import Path
 
 
 def iotuner(
-    *args: str, state: Path | None = None, timeout: float = 300
+    *args: str, state: Path | None = None, timeout: float = 300, netns: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """`iotuner ARGS...`; with `state`, IOTUNER_STATE_DIR points there for this run only."""
+    """`iotuner ARGS...`; with `state`, IOTUNER_STATE_DIR points there for this run only;
+    with `netns`, run inside that network namespace (`ip netns exec NAME iotuner ...`)."""
     env = dict(os.environ)
     if state is not None:
         env["IOTUNER_STATE_DIR"] = str(state)
+    inside = [] if netns is None else ["ip", "netns", "exec", netns]
     return subprocess.run(
-        [sys.executable, "-m", "tuner.cli", *args],
+        [*inside, sys.executable, "-m", "tuner.cli", *args],
         capture_output=True, text=True, timeout=timeout, env=env,
     )  # fmt: skip

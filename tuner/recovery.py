@@ -84,4 +84,6 @@ def describe(result: Recovered) -> str:
         return f"dropped {what} from session {change.session}: an earlier boot"
     if result.outcome == "gone":
         return f"dropped {result.message}"
+    if result.outcome == "elsewhere":
+        return f"left {result.message}"
     return f"could not restore {result.message}; `iotuner rollback` tries again"

@@ -34,10 +34,14 @@ FIXTURE_SETTINGS = ("block.read_ahead_kb=loop3=4096", "vm.dirty_ratio=host=40",
                     "block.scheduler=loop3=mq-deadline")  # fmt: skip
 
 
-def child(root: Path | str, mode: str, *settings: str) -> subprocess.Popen[str]:
-    """Start tests/journal_child.py and wait until it has applied its settings."""
+def child(
+    root: Path | str, mode: str, *settings: str, netns: str | None = None
+) -> subprocess.Popen[str]:
+    """Start tests/journal_child.py (inside network namespace `netns`, if given) and wait
+    until it has applied its settings."""
+    inside = [] if netns is None else ["ip", "netns", "exec", netns]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.journal_child", str(root), mode, *settings],
+        [*inside, sys.executable, "-m", "tests.journal_child", str(root), mode, *settings],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         cwd=Path(__file__).resolve().parents[2],
     )  # fmt: skip
@@ -233,10 +237,11 @@ def test_rollback_of_a_replaced_device_says_so_and_is_no_failure(
 # -- a journal an older iotuner wrote ----------------------------------------------------------
 
 
-def test_a_schema_1_journal_gains_the_column_and_still_rolls_back(
+def test_a_schema_1_journal_gains_the_columns_and_still_rolls_back(
     state: Path, host: SysTree
 ) -> None:
-    """Written before diskseq was kept: its block change restores by name, as it did."""
+    """Written before diskseq and namespaces were kept: its changes restore by name, as they
+    did."""
     attach(host, "loop3", 12)
     tunables = Tunables(host.root)
     tunables.write("block.read_ahead_kb", "loop3", 4096)
@@ -252,8 +257,9 @@ def test_a_schema_1_journal_gains_the_column_and_still_rolls_back(
     assert tunables.read("vm.dirty_ratio", "host") == 20
     db = sqlite3.connect(state / "state.db")
     try:
-        assert db.execute("PRAGMA user_version").fetchone()[0] == 2
-        assert db.execute("SELECT diskseq FROM changes").fetchall() == [(None,), (None,)]
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert db.execute("SELECT diskseq, netns FROM changes").fetchall() == [
+            (None, None), (None, None)]  # fmt: skip
     finally:
         db.close()
     # Opened again (as every command does): nothing to add, nothing refused.
@@ -440,6 +446,52 @@ def test_kill_9_then_rollback_puts_a_namespace_value_back(state: Path) -> None:
 
 
 @pytest.mark.lab
+def test_rollback_from_another_namespace_leaves_both_alone(state: Path) -> None:
+    """A tune run inside a namespace journals its "host" keys under target host: a rollback
+    run from the host (or any other namespace) must not write them there. From the namespace
+    the change was made in, it restores."""
+    key = "net.ipv4.tcp_wmem"
+    with network_namespace() as name:
+        before, host_before = sysctl_in(name, key), host_sysctl(key)
+        proc = child("/", "sleep", f"{key}=host=4096 16384 131072", netns=name)
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait() == -signal.SIGKILL
+        assert sysctl_in(name, key) == "4096 16384 131072"
+        result = iotuner("rollback")
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.startswith(f"left {key} on host: another network namespace than "
+                                        "the change was made in (id "), result.stdout  # fmt: skip
+        assert result.stdout.rstrip().endswith("left for a rollback from there")
+        assert host_sysctl(key) == host_before, "the host got the namespace's original"
+        assert sysctl_in(name, key) == "4096 16384 131072"
+        # Left open, not closed as gone: the namespace it belongs to is still there.
+        result = iotuner("rollback", netns=name)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.count("restored ") == 1, result.stdout
+        assert sysctl_in(name, key) == before
+        assert host_sysctl(key) == host_before
+
+
+@pytest.mark.lab
+def test_a_namespace_made_again_under_its_name_is_not_the_one_changed(state: Path) -> None:
+    """`ip netns delete` and `add` of the same name give a new namespace with the kernel's
+    defaults: the old one's original is not written into it."""
+    key = "net.ipv4.tcp_rmem"
+    with network_namespace() as name:
+        child("/", "exit", f"{key}=netns:{name}=4096 87380 174760").wait()
+        subprocess.run(["ip", "netns", "delete", name], check=True, timeout=10)
+        subprocess.run(["ip", "netns", "add", name], check=True, timeout=10)
+        subprocess.run(["ip", "netns", "exec", name, "sysctl", "-qw", f"{key}=4096 4096 8192"],
+                       check=True, timeout=10)  # fmt: skip
+        result = iotuner("rollback")
+        assert result.returncode == 0, result.stderr
+        dropped = f"dropped {key} on netns:{name}: another network namespace than the change"
+        assert result.stdout.startswith(dropped), result.stdout
+        assert sysctl_in(name, key) == "4096 4096 8192"
+        assert iotuner("rollback").stdout.strip() == "nothing to roll back"
+
+
+@pytest.mark.lab
 def test_a_namespace_deleted_after_kill_9_is_closed_as_gone(state: Path) -> None:
     """Deleting the namespace took its value with it: nothing is left to restore."""
     with network_namespace() as name:
@@ -447,5 +499,6 @@ def test_a_namespace_deleted_after_kill_9_is_closed_as_gone(state: Path) -> None
     with Journal() as journal:
         (result,) = recover(engine_factory(journal), journal)
         assert result.outcome == "gone"
-        assert f"no network namespace {name}" in result.message
+        assert "the network namespace the change was made in" in result.message
+        assert "is gone: left as it is" in result.message
         assert journal.open_changes() == []

@@ -8,6 +8,7 @@ exec NAME sysctl`, and that the host's own value did not move.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -187,6 +188,7 @@ def test_a_transfer_tune_searches_inside_the_namespace_what_it_holds(namespace: 
 # A process inside a namespace, naming the "host": what `ip netns exec NAME iotuner ...` does.
 _INSIDE = """
 import json
+import os
 from pathlib import Path
 from tuner.tunables.base import InvalidValue
 from tuner.tunables.access import Tunables
@@ -232,3 +234,22 @@ def test_a_process_inside_a_namespace_sets_only_what_the_namespace_may(namespace
     if "cubic" not in allowed:
         why = refused["net.ipv4.tcp_congestion_control"]
         assert "'cubic' is not allowed inside a network namespace" in why
+
+
+@pytest.mark.lab
+def test_each_namespace_has_its_own_id_and_a_planted_file_has_none() -> None:
+    """What the journal keeps with a per-namespace original (docs/journal.md): a namespace made
+    again under the same name is another one, and a file that is not a namespace is none."""
+    sys_root = SysRoot(Path("/"))
+    with network_namespace() as name:
+        first = sys_root.netns_id(name)
+    with network_namespace() as other:
+        assert sys_root.netns_id(other) not in (None, first)
+    assert first is not None and first != sys_root.netns_id(None)
+    planted = Path("/run/netns", f"iotuner-test-{os.getpid()}-planted")
+    planted.write_text("")
+    try:
+        assert sys_root.netns_id(planted.name) is None
+    finally:
+        planted.unlink()
+    assert sys_root.netns_id("../../proc/self/ns/net") is None

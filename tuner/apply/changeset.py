@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.apply.render import MANAGED_FILES, Rendered
-from tuner.tunables.access import Saved, Tunables, as_diskseq, as_value
+from tuner.tunables.access import Saved, Tunables, as_diskseq, as_netns, as_value
 from tuner.tunables.base import TunableError, Value
 from tuner.tunables.engine import TunableEngine
 from tuner.tunables.journal import Journal, now
@@ -61,10 +61,11 @@ CREATE TABLE IF NOT EXISTS apply_values (
     coupled TEXT NOT NULL,       -- JSON object
     new TEXT NOT NULL,           -- JSON: what the plan sets
     diskseq INTEGER,             -- the block device's attachment (NULL: none, or older)
+    netns INTEGER,               -- the network namespace's id (NULL: not per namespace, or older)
     PRIMARY KEY (apply, seq)
 );
 """
-VALUE_COLUMNS_ADDED: dict[str, str] = {"diskseq": "INTEGER"}
+VALUE_COLUMNS_ADDED: dict[str, str] = {"diskseq": "INTEGER", "netns": "INTEGER"}
 """Columns of `apply_values` added since its first form: a journal without them gets them."""
 
 OWNER_COMMANDS = frozenset({"iotuner", "ansible-playbook"})
@@ -169,10 +170,10 @@ def begin(
         for seq, (setting, original) in enumerate(zip(rendered.live, originals, strict=True)):
             journal.db.execute(
                 "INSERT INTO apply_values (apply, seq, key, target, original, coupled, new,"
-                " diskseq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " diskseq, netns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (apply_id, seq, setting.key, setting.target, _dump(original.original),
                  json.dumps({k: _plain(v) for k, v in original.coupled.items()}),
-                 _dump(setting.value), original.diskseq),
+                 _dump(setting.value), original.diskseq, original.netns),
             )  # fmt: skip
     return apply_id
 
@@ -339,14 +340,14 @@ def _saved_files(journal: Journal, apply_id: int) -> list[SavedFile]:
 
 def _saved_values(journal: Journal, apply_id: int) -> list[tuple[str, str, Saved]]:
     rows = journal.db.execute(
-        "SELECT key, target, original, coupled, diskseq FROM apply_values WHERE apply = ?"
+        "SELECT key, target, original, coupled, diskseq, netns FROM apply_values WHERE apply = ?"
         " ORDER BY seq",
         (apply_id,),
     ).fetchall()
     return [
         (r[0], r[1], Saved(as_value(json.loads(r[2])),
                            {k: as_value(v) for k, v in json.loads(r[3]).items()},
-                           as_diskseq(r[4])))
+                           as_diskseq(r[4]), as_netns(r[5])))
         for r in rows
     ]  # fmt: skip
 

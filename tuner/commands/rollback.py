@@ -156,4 +156,6 @@ def _line(row: dict[str, Any]) -> str:
         return f"dropped {what}: changed before the last reboot (session {row['session']})"
     if row["outcome"] == "gone":
         return f"dropped {row['message']}"
+    if row["outcome"] == "elsewhere":
+        return f"left {row['message']}"
     return f"FAILED {row['message']}"

@@ -15,21 +15,32 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tuner.tunables.base import InvalidValue, Pending, TargetReplaced, Tunable, Value, message
+from tuner.tunables.base import (
+    InvalidValue,
+    OtherNamespace,
+    Pending,
+    TargetReplaced,
+    Tunable,
+    Value,
+    message,
+)
 from tuner.tunables.diskseq import MAX_DISKSEQ
 from tuner.tunables.naming import target_problem
+from tuner.tunables.netns import moved, namespace_of
 from tuner.tunables.sysroot import SysRoot
 from tuner.tunables.table import IMPLEMENTATIONS
 
 
 @dataclass(frozen=True)
 class Saved:
-    """A key's value before a change, with the coupled keys a write of it may disturb, and
-    the attachment of the device it was read from (its diskseq; None where there is none)."""
+    """A key's value before a change, with the coupled keys a write of it may disturb, the
+    attachment of the device it was read from (its diskseq; None where there is none), and
+    for a per-namespace sysctl the network namespace it was read in (SysRoot.netns_id)."""
 
     original: Value
     coupled: dict[str, Value] = field(default_factory=dict)
     diskseq: int | None = None
+    netns: int | None = None
 
 
 def as_value(data: object) -> Value:
@@ -43,11 +54,20 @@ def as_value(data: object) -> Value:
 
 def as_diskseq(data: object) -> int | None:
     """A diskseq back from the journal: None, or an int the kernel could have given."""
+    return _as_u64(data, "disk sequence number")
+
+
+def as_netns(data: object) -> int | None:
+    """A namespace id back from the journal: None, or an int the kernel could have given."""
+    return _as_u64(data, "network namespace id")
+
+
+def _as_u64(data: object, what: str) -> int | None:
     if data is None:
         return None
     if isinstance(data, int) and not isinstance(data, bool) and 0 <= data <= MAX_DISKSEQ:
         return data
-    raise ValueError(f"not a disk sequence number: {data!r}")
+    raise ValueError(f"not a {what}: {data!r}")
 
 
 def like_reading(model: Value, value: Value) -> Value:
@@ -117,18 +137,32 @@ class Tunables:
         """The current value and those of the keys a write of it may change."""
         impl, name = self.impl(key), self.target(key, target)
         coupled = {other: self.state(other, name) for other in impl.coupled}
-        return Saved(impl.state(self.sys, name), coupled, impl.diskseq(self.sys, name))
+        return Saved(
+            impl.state(self.sys, name),
+            coupled,
+            impl.diskseq(self.sys, name),
+            impl.namespace(self.sys, name),
+        )
 
     def check_same(self, key: str, target: str, saved: Saved) -> None:
         """TargetReplaced when `target` is no longer the device `saved` was read from (its
-        name taken by another since), TargetGone when it is not there; nothing for a saved
-        value without a diskseq (a kernel before 5.15, a journal from before it was kept)."""
-        if saved.diskseq is None:
-            return
+        name taken by another since), or the network namespace it was read in (this process
+        runs in another one, or NAME was made again); TargetGone when it is not there. Nothing
+        is checked for what a saved value lacks (a kernel before 5.15, an older journal)."""
         impl, name = self.impl(key), self.target(key, target)
-        why = impl.replaced(self.sys, name, saved.diskseq)
-        if why is not None:
-            raise TargetReplaced(message(key, name, f"{why}: left as it is"))
+        if saved.diskseq is not None:
+            why = impl.replaced(self.sys, name, saved.diskseq)
+            if why is not None:
+                raise TargetReplaced(message(key, name, f"{why}: left as it is"))
+        if saved.netns is not None:
+            now = impl.namespace(self.sys, name)
+            why = moved(saved.netns, now)
+            if why is not None and now is not None and namespace_of(name) is None:
+                # "host" is whichever namespace runs this: the one changed may still be
+                # there, and a rollback run inside it puts the value back.
+                raise OtherNamespace(message(key, name, f"{why}: left for a rollback from there"))
+            if why is not None:
+                raise TargetReplaced(message(key, name, f"{why}: left as it is"))
 
     def restore(self, key: str, target: str, saved: Saved) -> None:
         """Put a saved value back, then the coupled values its tunable did not handle.

@@ -16,6 +16,7 @@ from typing import ClassVar
 
 from tuner.errors import BadInput, IotunerError
 from tuner.tunables.domain import Dimension, SpaceContext
+from tuner.tunables.netns import namespace_of
 from tuner.tunables.sysroot import SysRoot
 
 Value = int | str | tuple[int, ...]
@@ -67,7 +68,16 @@ class TargetGone(TunableError):
 
 class TargetReplaced(TargetGone):
     """Another device holds the target's name now (a loop device detached and attached
-    again by someone else): the value saved from the old one is not written onto it."""
+    again by someone else), or another network namespace answers for the target (a rollback
+    run from another namespace, a namespace deleted and made again under its name): the
+    value saved from the old one is not written onto it."""
+
+
+class OtherNamespace(TunableError):
+    """This process runs in another network namespace than the one a "host" value of a
+    per-namespace key was saved in (a tune run by `ip netns exec NAME iotuner`, rolled back
+    from the host): it is not written here, and stays journaled for a rollback run from
+    there."""
 
 
 class InvalidValue(TunableError, BadInput):
@@ -177,6 +187,14 @@ class Tunable:
         """Why `target` is no longer the attachment `diskseq` a value was saved from, or None
         while it is (TargetGone when the target is not there at all)."""
         return None
+
+    def namespace(self, sys: SysRoot, target: str) -> int | None:
+        """The network namespace a value of a per-namespace key (`netns`) lives in, journaled
+        with an original: NAME's for `netns:NAME`, this process's own for "host"
+        (SysRoot.netns_id); None for any other key, or where it cannot be told."""
+        if not self.netns:
+            return None
+        return sys.netns_id(namespace_of(target))
 
     def check_original(self, sys: SysRoot, target: str, value: object, pending: Pending) -> Value:
         """A saved original about to be written back, checked as a new value is: the journal

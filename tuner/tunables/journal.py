@@ -27,8 +27,8 @@ from typing import Any, Protocol
 # The signal helpers live beside the journal; callers import them from here.
 from tuner.process import boot_id, process_start_time
 from tuner.state import state_dir, trusted_database, trusted_parents
-from tuner.tunables.access import Saved, as_diskseq, as_value
-from tuner.tunables.base import TargetGone, TunableError, Value
+from tuner.tunables.access import Saved, as_diskseq, as_netns, as_value
+from tuner.tunables.base import OtherNamespace, TargetGone, TunableError, Value
 from tuner.tunables.signals import Interrupted, restore_on_signals
 
 __all__ = [
@@ -41,9 +41,10 @@ __all__ = [
     "restore_on_signals",
 ]
 
-SCHEMA_VERSION = 2
-"""PRAGMA user_version: 1 the first; 2 adds changes.diskseq. A journal an older iotuner wrote
-is brought up to date when opened (ADDED_COLUMNS); its rows restore as they did."""
+SCHEMA_VERSION = 3
+"""PRAGMA user_version: 1 the first; 2 adds changes.diskseq; 3 adds changes.netns. A journal an
+older iotuner wrote is brought up to date when opened (ADDED_COLUMNS); its rows restore as they
+did."""
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -69,11 +70,12 @@ CREATE TABLE IF NOT EXISTS changes (
     kept_at TEXT,                -- left in place on purpose (apply); recovery skips it
     outcome TEXT,                -- restored, reboot, gone, kept
     diskseq INTEGER,             -- the block device's attachment (NULL: none, or schema 1)
+    netns INTEGER,               -- the network namespace's id (NULL: not per namespace, or < 3)
     UNIQUE (session, seq)
 );
 CREATE INDEX IF NOT EXISTS changes_open ON changes (restored_at, kept_at);
 """
-ADDED_COLUMNS: dict[str, str] = {"diskseq": "INTEGER"}
+ADDED_COLUMNS: dict[str, str] = {"diskseq": "INTEGER", "netns": "INTEGER"}
 """Columns of `changes` added since schema 1, with their types: a journal written before gets
 them when opened, NULL in its old rows (which restore by name, as before)."""
 
@@ -217,7 +219,7 @@ class Journal:
             for seq, (key, target, saved, new) in enumerate(entries, start=int(row[0]) + 1):
                 cursor = self.db.execute(
                     "INSERT INTO changes (session, seq, key, target, original, coupled, new,"
-                    " diskseq) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    " diskseq, netns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         session,
                         seq,
@@ -227,6 +229,7 @@ class Journal:
                         json.dumps(saved.coupled),
                         _dump(new),
                         saved.diskseq,
+                        saved.netns,
                     ),
                 )
                 ids.append(int(cursor.lastrowid or 0))
@@ -276,7 +279,7 @@ class Journal:
         """Changes neither restored nor kept, newest first (the order to undo them in)."""
         sql = (
             "SELECT id, session, seq, key, target, original, coupled, new, written_at,"
-            " restored_at, kept_at, outcome, diskseq FROM changes"
+            " restored_at, kept_at, outcome, diskseq, netns FROM changes"
             " WHERE restored_at IS NULL AND kept_at IS NULL"
         )
         rows = self.db.execute(sql + " ORDER BY id DESC").fetchall()
@@ -287,7 +290,8 @@ class Journal:
         """Every change of one session, in the order they were journaled."""
         rows = self.db.execute(
             "SELECT id, session, seq, key, target, original, coupled, new, written_at,"
-            " restored_at, kept_at, outcome, diskseq FROM changes WHERE session = ? ORDER BY seq",
+            " restored_at, kept_at, outcome, diskseq, netns FROM changes WHERE session = ?"
+            " ORDER BY seq",
             (session,),
         ).fetchall()
         return [_change(row) for row in rows]
@@ -313,7 +317,7 @@ def _change(row: tuple[Any, ...]) -> Change:
         seq=row[2],
         key=row[3],
         target=row[4],
-        saved=Saved(as_value(json.loads(row[5])), coupled, as_diskseq(row[12])),
+        saved=Saved(as_value(json.loads(row[5])), coupled, as_diskseq(row[12]), as_netns(row[13])),
         new=None if new is None else as_value(new),
         written_at=row[8],
         restored_at=row[9],
@@ -331,7 +335,8 @@ class ChangeRestorer(Protocol):
 
 @dataclass(frozen=True)
 class Recovered:
-    """What became of one change during recovery: restored, reboot, gone or failed."""
+    """What became of one change during recovery: restored, reboot, gone, elsewhere (left
+    open for a rollback from the network namespace it was made in) or failed."""
 
     change: Change
     outcome: str
@@ -350,7 +355,9 @@ def recover(
     boot are closed without writing (runtime values do not survive a reboot, and device names
     may now mean other devices); a target or root that no longer exists is closed as "gone",
     and so is a block device whose name another device has taken since (its diskseq differs:
-    nothing is written onto it); any other failure is reported and left open for the next
+    nothing is written onto it), or a namespace made again under a journaled NAME; a
+    per-namespace "host" value saved in another namespace than this process's is left open
+    ("elsewhere") for a rollback run there; any other failure is reported and left open for the next
     try. `include_live` also takes the sessions of running processes (`iotuner rollback
     --all`), never this process's own.
     """
@@ -382,6 +389,8 @@ def recover(
             except TargetGone as err:
                 journal.restored(change.id, "gone")
                 results.append(Recovered(change, "gone", str(err)))
+            except OtherNamespace as err:
+                results.append(Recovered(change, "elsewhere", str(err)))
             except TunableError as err:
                 results.append(Recovered(change, "failed", str(err)))
             else:

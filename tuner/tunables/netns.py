@@ -54,3 +54,15 @@ def in_netns(name: str | None, cmd: list[str]) -> list[str]:
     """`cmd` run inside namespace `name` by `ip netns exec`, or as it is for None (this
     process's own namespace). The name is the caller's to check (a lab's, or valid_name)."""
     return cmd if name is None else ["ip", "netns", "exec", name, *cmd]
+
+
+def moved(then: int, now: int | None) -> str | None:
+    """Why a value saved in the namespace numbered `then` is not to be written where the
+    namespace numbered `now` answers (SysRoot.netns_id; None: not there), or None when it is
+    the same namespace. A rollback run from another namespace, or after NAME was deleted and
+    made again, must not write one namespace's original into another."""
+    if now == then:
+        return None
+    if now is None:
+        return f"the network namespace the change was made in (id {then}) is gone"
+    return f"another network namespace than the change was made in (id {then} then, {now} here)"

@@ -16,11 +16,13 @@ allow-listed argv with no shell, a timeout and a bound on what it prints, on the
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
 import shutil
 import stat
+import struct
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -62,6 +64,13 @@ INIT_NET_INO = 0xEFFFFFF9
 """The inode of the initial network namespace's /proc/PID/ns/net on kernels that number the
 initial namespaces (include/linux/proc_ns.h, PROC_NET_INIT_INO; 6.18 here); older kernels
 number it like any other, and the namespace of PID 1 stands in for it."""
+
+
+NS_GET_ID = 0x8008B70D
+"""ioctl(2) on a namespace file: its 64-bit id, unique since boot and never given again
+(include/uapi/linux/nsfs.h, _IOR(0xb7, 0xd, __u64); Linux 6.18 here). A kernel without it
+answers ENOTTY, and the namespace's inode number stands in, which a later namespace may
+be given once this one is gone."""
 
 
 class CommandFailed(OSError):
@@ -155,6 +164,43 @@ class SysRoot:
         if len(out) > MAX_NETNS_OUTPUT:
             raise CommandFailed(f"{shown}: printed more than {MAX_NETNS_OUTPUT} bytes")
         return out.decode("utf-8", errors="replace").strip()
+
+    def netns_id(self, name: str | None) -> int | None:
+        """Which network namespace a per-namespace value lives in: namespace `name`
+        (/run/netns/NAME), or this process's own for None. Its id (NS_GET_ID), or its inode
+        number on a kernel without one; None below a fixture root, for a namespace that is not
+        there, or a file under /run/netns that is not a namespace (a bind mount of nsfs).
+
+        A journaled original carries it, so that a rollback run from another namespace, or
+        after NAME was deleted and made again, does not write it into the wrong one."""
+        if not self.is_live or (name is not None and not valid_name(name)):
+            return None
+        own = f"{self._root_str}/proc/self/ns/net"
+        flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
+        # /proc/self/ns/net is the kernel's own link; a link planted under /run/netns is not.
+        where, flags = (
+            (own, flags)
+            if name is None
+            else (f"{self._root_str}/{NETNS_DIR}/{name}", flags | os.O_NOFOLLOW)
+        )
+        try:
+            fd = os.open(where, flags)
+        except OSError:
+            return None
+        try:
+            info = os.fstat(fd)
+            # Every namespace file is on nsfs's one superblock: a planted regular file is not.
+            if info.st_dev != os.stat(own).st_dev or not stat.S_ISREG(info.st_mode):
+                return None
+            try:
+                (number,) = struct.unpack("=Q", fcntl.ioctl(fd, NS_GET_ID, bytes(8)))
+                return int(number)
+            except OSError:
+                return info.st_ino
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
 
     def in_initial_netns(self) -> bool:
         """Whether this process runs in the host's own network namespace, where /proc/sys/net
