@@ -83,6 +83,23 @@ def test_bad_input_before_anything_is_applied() -> None:
     assert applied == []
 
 
+@pytest.mark.parametrize(
+    ("entry", "named"),
+    [
+        (PlanEntry("net.ipv4.tcp_wmem", "host", [4096, 16384, 8388608]), "net.ipv4.tcp_wmem"),
+        (PlanEntry("nic.ring_rx", "eth0", 4096), "nic.ring_rx on eth0"),
+    ],
+)
+def test_a_plan_fio_cannot_measure_is_refused_before_anything(entry: PlanEntry, named: str) -> None:
+    """A transfer tune's plan: a disk trial would call a worse window 'kept'."""
+    applied: list[int] = []
+    plan = plan_of(PlanEntry("block.read_ahead_kb", "loop0", 4096), entry,
+                   workload="disk-to-network", target="/dev/null")  # fmt: skip
+    with pytest.raises(BadInput, match=f"cannot see {named}.*apply without --measure"):
+        measured_apply(plan, None, lambda: applied.append(1), lambda: None, config=CONFIG)
+    assert applied == []
+
+
 # -- on the lab's single disk (root) ------------------------------------------------------------
 
 

@@ -27,6 +27,7 @@ from tuner.trials.faults import TrialFault
 from tuner.trials.fio import writes
 from tuner.trials.targets import TrialTarget
 from tuner.trials.trial import TrialResult, run_trial
+from tuner.tunables.registry import TUNABLES
 
 T = TypeVar("T")
 
@@ -90,6 +91,23 @@ def plan_workload(plan: Plan, base: RuleBase | None = None) -> Workload:
             "a plan tuned with --fio-job cannot be re-measured by name"
         )
     return found
+
+
+def unseen_by_fio(plan: Plan) -> list[str]:
+    """The plan's entries a fio trial on a disk cannot see ("net.ipv4.tcp_wmem on host"): the
+    network's settings, socket buffers, congestion control and NIC alike. fio moves no byte
+    over a network, so measuring such a plan with it would keep whatever they do to a
+    transfer, better or worse."""
+    return [
+        f"{entry.key} on {entry.target}"
+        for entry in plan.entries
+        if entry.key.startswith("net.") or _scope(entry.key) == "nic"
+    ]
+
+
+def _scope(key: str) -> str | None:
+    spec = TUNABLES.get(key)
+    return None if spec is None else spec.scope
 
 
 def plan_target(plan: Plan, target: str | None = None) -> str:
@@ -177,6 +195,14 @@ def measured_apply(
     measured is not kept by a measured apply.
     """
     settings = config or MeasureConfig()
+    unseen = unseen_by_fio(plan)
+    if unseen:
+        more = f" (and {len(unseen) - 1} more)" if len(unseen) > 1 else ""
+        raise BadInput(
+            f"--measure runs the plan's workload with fio on a disk, which cannot see "
+            f"{unseen[0]}{more}: apply without --measure (a transfer is measured by "
+            "`iotuner tune --workload disk-to-network --peer HOST`)"
+        )
     if settings.repeats < 2:
         raise BadInput("measuring needs at least two trials on each side to estimate the noise")
     chosen = workload or plan_workload(plan)
