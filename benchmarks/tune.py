@@ -1,6 +1,7 @@
 """`iotuner tune` measured: against the defaults, TuneD and an exhaustive grid; replays; time.
 
     python -m benchmarks.tune [--quick] [--labs single-disk,...] [--workloads stream-read,...]
+    python -m benchmarks.tune --modelled all|hdd-streams,...   (the modelled devices' rows)
     python -m benchmarks.tune --landscape FILE [FILE ...]      (replay only; no root needed)
 
 One run, as root, on the lab (loop devices over /dev/shm, block throttling):
@@ -15,6 +16,10 @@ One run, as root, on the lab (loop devices over /dev/shm, block throttling):
 2. Replays of the recorded landscapes: iotuner's optimiser and random search over 20 seeds, how
    many reach 95 % of the grid optimum within 15 trials.
 3. The wall time of a whole default `iotuner tune` (the main job: lab hdd, concurrent-streams).
+
+With --modelled, step 1 runs the rows of benchmarks/modelled_rows.py instead: each on its
+modelled lab (hdd, ssd, raid5, raid0-one-bus), its workload on the lab's disk itself, its grid
+over the dimensions that matter there.
 
 Every point is journaled and restored after its trial (TunableEngine); the labs are torn down
 after their rows, also on Ctrl-C or SIGTERM. State (journal, lab record) goes to
@@ -32,10 +37,11 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from benchmarks.modelled_rows import ROWS, ModelledRow, row_named
 from benchmarks.tune_replay import BUDGET, SEEDS, TARGET, ReplayResult, replay, within_target
 from benchmarks.tune_row import Plan, Row, RowResult, bench_spec, trial_target, tune_defaults
 from tuner.search.replay import Landscape
@@ -60,6 +66,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--labs", default=",".join(LABS), help="comma-separated lab specs")
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument(
+        "--modelled",
+        help="rows on modelled devices instead of the labs: all, or some of "
+        + ", ".join(r.name for r in ROWS),
+    )
     parser.add_argument("--repeats", type=int, help="side-by-side rounds (default 3, quick 2)")
     parser.add_argument("--grid-repeats", type=int, default=2, help="passes over each grid")
     parser.add_argument("--runtime", type=float, help="trial seconds (default: tune's default)")
@@ -103,7 +114,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     found = read_sysctls()
     started = time.monotonic()
     log(f"state in {os.environ['IOTUNER_STATE_DIR']}; {plan}")
-    rows = run_rows(labs, workloads, plan, args)
+    if args.modelled:
+        names = [r.name for r in ROWS] if args.modelled == "all" else args.modelled.split(",")
+        rows = run_modelled([row_named(name) for name in names if name], plan, args)
+    else:
+        rows = run_rows(labs, workloads, plan, args)
     landscapes = {f"{r.lab}/{r.workload}": r.landscape for r in rows}
     replays = {name: replay(ls) for name, ls in landscapes.items()}
     with _terminate_as_interrupt():
@@ -155,6 +170,46 @@ def run_rows(
                 log(f"  row done in {result.seconds / 60:.1f} min; landscape saved to {path}")
                 if args.out is not None:  # so far, in case the run does not finish
                     args.out.write_text(json.dumps(document(rows, {}, None, 0.0, plan), indent=1))
+    return rows
+
+
+def run_modelled(
+    modelled: list[ModelledRow], plan: Plan, args: argparse.Namespace
+) -> list[RowResult]:
+    """Step 1 with --modelled: each row on its own modelled lab, up for the row only."""
+    from tuner.lab import lab_down, lab_up
+    from tuner.lab.spec import load_spec
+    from tuner.rules.installed import load_rule_base
+    from tuner.tunables.engine import TunableEngine
+    from tuner.tunables.journal import Journal
+    from tuner.tunables.signals import restore_on_signals
+    from tuner.tunables.sysroot import live_sysroot
+
+    base = load_rule_base()
+    args.landscapes.mkdir(parents=True, exist_ok=True)
+    rows: list[RowResult] = []
+    with ExitStack() as stack:
+        journal = stack.enter_context(Journal())
+        engine = stack.enter_context(TunableEngine(live_sysroot(), journal))
+        stack.enter_context(restore_on_signals(engine))
+        for spec in modelled:
+            workload = spec.workload(base)
+            log(f"\n== {spec.name}: {spec.lab} / {workload.name} {workload.fio}")
+            log(f"  grid over {', '.join(spec.grid)}: {spec.why}")
+            up = lab_up(load_spec(spec.lab))
+            try:
+                with trial_target(up, workload, plan) as target:
+                    log(f"  target {target.path} ({', '.join(target.devices)})")
+                    row = Row(spec.lab, workload, target, engine, base, plan, levels=spec.levels)
+                    result = replace(row.run(), workload=spec.name)
+            finally:
+                lab_down()
+            rows.append(result)
+            path = args.landscapes / f"{spec.name}.json"
+            result.landscape.save(path)
+            log(f"  row done in {result.seconds / 60:.1f} min; landscape saved to {path}")
+            if args.out is not None:
+                args.out.write_text(json.dumps(document(rows, {}, None, 0.0, plan), indent=1))
     return rows
 
 

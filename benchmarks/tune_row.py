@@ -193,6 +193,7 @@ class Row:
         base: RuleBase,
         plan: Plan,
         log: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+        levels: Callable[[SearchSpace, Point], dict[Setting, list[Value]]] | None = None,
     ) -> None:
         self.lab_name = lab_name
         self.workload = workload
@@ -201,6 +202,9 @@ class Row:
         self.base = base
         self.plan = plan
         self.log = log
+        # The grid's levels: a modelled row's own (benchmarks/modelled_rows.py), else
+        # grid_levels for the throttled labs' rows.
+        self.levels = levels
         self.flagged = 0
         self.trials = 0
 
@@ -235,7 +239,10 @@ class Row:
         tuned = session.run(baseline, suggested)
         ours: Settings = dict(tuned.best_settings if tuned.chosen else tuned.baseline_settings)
 
-        levels = grid_levels(space, self.workload, self.plan.quick, baseline)
+        if self.levels is not None:
+            levels = self.levels(space, baseline)
+        else:
+            levels = grid_levels(space, self.workload, self.plan.quick, baseline)
         grid = grid_points(space, levels)
         self.log(f"  grid: {len(grid)} points x {self.plan.grid_repeats} pass(es)")
         landscape = Landscape.record(
