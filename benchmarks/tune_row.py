@@ -35,9 +35,11 @@ MiB = 1 << 20
 # the stripe's 300 MB/s (pagecache.data_set_bytes) without starting over.
 STRIPE_READ_BYTES = 2048 * MiB
 SETTINGS = ("defaults", "tuned", "iotuner", "grid")
-# TuneD's throughput-performance profile, as far as this space goes (tuned/profiles/
-# throughput-performance/tuned.conf: readahead=>4096, vm.dirty_ratio=40,
-# vm.dirty_background_ratio=10); its CPU governor and other settings are outside it.
+# TuneD's throughput-performance profile, as far as this space goes (profiles/
+# throughput-performance/tuned.conf in redhat-performance/tuned, 2026: [disk] readahead=>4096,
+# [vm] dirty_bytes = 40% and dirty_background_bytes = 10%, which its vm plugin writes as
+# vm.dirty_ratio 40 and vm.dirty_background_ratio 10); no scheduler, queue depth or request
+# size for disks. Its CPU governor, swappiness and other settings are outside the space.
 TUNED_READAHEAD_KB = 4096
 TUNED_VM = {("vm.dirty_ratio", HOST): 40, ("vm.dirty_background_ratio", HOST): 10}
 
