@@ -21,6 +21,11 @@ Levels = dict[tuple[str, str], list[Value]]
 
 MAX = "max"
 """A level meaning the dimension's top (max_sectors_kb: what the device accepts)."""
+HOST_VALUE = "host"
+"""A level meaning the host's own value (the baseline's)."""
+FORTY = "forty"
+"""A level of vm.dirty_bytes: 40 % of dirtyable memory (TuneD's dirty limit), half the
+domain's top (80 %)."""
 ALL = "all"
 """Every choice of a categorical dimension (the schedulers the device offers)."""
 
@@ -39,6 +44,9 @@ class ModelledRow:
     precondition_mib: int = 0
     """MiB written to the device before the row (a flash drive past its over-provisioned
     area, as a drive in service is), so no trial runs on a fresher drive than another."""
+    fs: str | None = None
+    """A file system made on the lab's disk: the trials then write a scratch file there
+    (buffered writes to a raw device are not what applications that write files do)."""
 
     def workload(self, base: RuleBase) -> Workload:
         """The rule base's profile with this row's fio options over its own; the profile's
@@ -60,9 +68,20 @@ class ModelledRow:
             elif wanted == ALL:
                 values = list(dim.choices)
             else:
-                values = [dim.high if v == MAX else v for v in wanted]
+                values = [_level(v, dim.high, baseline[dim.name]) for v in wanted]
             levels[dim.name] = sorted({dim.snap(v) for v in values}, key=str)
         return levels
+
+
+def _level(value: Value, high: int, baseline: Value) -> Value:
+    """A named level's value on a dimension whose top is `high`."""
+    if value == MAX:
+        return high
+    if value == FORTY:
+        return high // 2
+    if value == HOST_VALUE:
+        return baseline
+    return value
 
 
 ROWS: tuple[ModelledRow, ...] = (
@@ -139,6 +158,22 @@ ROWS: tuple[ModelledRow, ...] = (
         why="one buffered reader of a three-disk stripe behind a 250 MB/s bus: the readahead "
         "window decides how many members work at once, the request size whether a "
         "request covers whole stripes (192 KiB)",
+    ),
+    ModelledRow(
+        name="raid0-bus-write",
+        lab="raid0-one-bus",
+        profile="stream-write",
+        fio={},
+        grid={
+            "vm.dirty_background_bytes": (16 << 20, HOST_VALUE),
+            "vm.dirty_bytes": (HOST_VALUE, FORTY),
+            "block.max_sectors_kb": (192, MAX),
+            "block.scheduler": ("mq-deadline", "none"),
+        },
+        why="one buffered writer of a 256 MiB file on xfs on the same stripe, flushed at its "
+        "end: when writeback starts (the dirty thresholds: 16 MiB or the host's 10 %, a "
+        "limit of the host's 20 % or TuneD's 40 %), and the request size against the stripe",
+        fs="xfs",
     ),
 )
 

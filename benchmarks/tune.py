@@ -196,7 +196,11 @@ def run_modelled(
             workload = spec.workload(base)
             log(f"\n== {spec.name}: {spec.lab} / {workload.name} {workload.fio}")
             log(f"  grid over {', '.join(spec.grid)}: {spec.why}")
-            up = lab_up(load_spec(spec.lab))
+            lab_spec = load_spec(spec.lab)
+            if spec.fs is not None:
+                first = replace(lab_spec.disks[0], fs=spec.fs)
+                lab_spec = replace(lab_spec, disks=(first, *lab_spec.disks[1:]))
+            up = lab_up(lab_spec)
             try:
                 if spec.precondition_mib:
                     precondition(up.disks[0].device, spec.precondition_mib)

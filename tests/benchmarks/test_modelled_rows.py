@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.modelled_rows import ALL, MAX, ROWS, ModelledRow, row_named
+from benchmarks.modelled_rows import ALL, FORTY, HOST_VALUE, MAX, ROWS, ModelledRow, row_named
 from tuner.lab.spec import builtin_spec_names
 from tuner.rules.installed import load_rule_base
 from tuner.search.replay import grid_points
@@ -60,3 +60,11 @@ def test_levels_hold_unnamed_dimensions_at_the_baseline() -> None:
     assert levels[("block.nr_requests", "sda")] == [256]
     assert levels[("vm.dirty_bytes", HOST)] == [1 << 29]
     assert len(grid_points(space, levels)) == 8
+
+
+def test_named_levels_of_the_dirty_limit() -> None:
+    dim = Dimension("vm.dirty_bytes", HOST, "int", 16 << 20, 8 << 30)
+    space = SearchSpace((dim,))
+    row = ModelledRow("w", "hdd", "stream-write", {}, {"vm.dirty_bytes": (HOST_VALUE, FORTY)}, "")
+    levels = row.levels(space, {dim.name: 2 << 30})
+    assert levels[dim.name] == [2 << 30, 4 << 30]  # the host's, and half the top (40 %)
