@@ -207,11 +207,16 @@ class Row:
         # The grid's levels: a modelled row's own (benchmarks/modelled_rows.py), else
         # grid_levels for the throttled labs' rows.
         self.levels = levels
+        self.space: SearchSpace | None = None  # the tune's, once run() has it
         self.flagged = 0
         self.trials = 0
 
     def measure(self, settings: Mapping[Setting, Value], label: str, detail: str = "") -> float:
-        """Apply `settings`, run one trial, restore; MB/s."""
+        """Apply `settings`, run one trial, restore; MB/s. A point of the space is written
+        as a tune writes it (SearchSpace.host_settings): a scheduler's parameters only with
+        their scheduler."""
+        if self.space is not None:
+            settings = self.space.host_settings(settings)
         result = trial_with(self.engine, settings, self.target, self.workload, None,
                             self.plan.runtime_s, self.plan.ramp_s).result  # fmt: skip
         self.trials += 1
@@ -230,6 +235,7 @@ class Row:
                              self.workload, self.engine.tunables,
                              read_devices=self.target.raw_devices)  # fmt: skip
         space, baseline, suggested = setup.space, setup.baseline, setup.suggested
+        self.space = space
         self.log(f"  space: {', '.join(f'{k}@{t}' for k, t in space.names())}")
         # DESIGN.md: the first (write) trial on a fresh lab runs slow; it is not counted.
         self.measure({}, "warm-up")
