@@ -222,7 +222,8 @@ class Row:
         self.trials += 1
         note = f"  FLAGGED: {result.flagged}" if result.flagged else ""
         self.flagged += result.flagged is not None
-        self.log(f"    {label:<9} {result.mbps:8.1f} MB/s  {result.seconds:4.1f} s  {detail}{note}")
+        self.log(f"    {label:<9} {result.mbps:8.4g} MB/s {result.iops:8.1f} IOPS  "
+                 f"{result.seconds:4.1f} s  {detail}{note}")  # fmt: skip
         return result.mbps
 
     def run(self) -> RowResult:
@@ -308,7 +309,7 @@ class Row:
         self.trials += 1
         self.flagged += record.flagged is not None
         note = f"  FLAGGED: {record.flagged}" if record.flagged else ""
-        self.log(f"    tune #{record.number:<3} {record.phase:<8} {record.mbps:8.1f} MB/s"
+        self.log(f"    tune #{record.number:<3} {record.phase:<8} {record.mbps:8.4g} MB/s"
                  f"  {record.seconds:4.1f} s{note}")  # fmt: skip
 
 
