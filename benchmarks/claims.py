@@ -22,8 +22,10 @@ For each row, as root, on the lab (loop devices over /dev/shm, block throttling)
    0.98; it stays in the table, marked, with its cause.
 
 Every figure here is a lab figure: block throttling caps a loop device's MB/s and IOPS, it
-does not seek, rotate or queue as a disk does; the hdd-concurrent-streams row runs on the modelled
-hard disk (nbdkit, docs/lab.md), which does.
+does not seek, rotate or queue as a disk does; the hdd-concurrent-streams row and the rows of
+the tune benchmark's modelled devices (hdd-random-32, ssd-mixed, raid5-sync-writes,
+raid0-bus-stream, raid0-bus-write) run on modelled disks and arrays (nbdkit, docs/lab.md),
+which do.
 
 State (journal, lab record) goes to $IOTUNER_STATE_DIR, /tmp/iotuner-bench-claims-state
 when unset; the labs are torn down after their rows, also on Ctrl-C.
@@ -71,8 +73,13 @@ disks:
   - {name: d0, read_mbps: 150, write_mbps: 150, iops: 300, size: 4GiB, fs: xfs}
 """
 
-HDD = (Path(__file__).resolve().parents[1] / "tuner/lab/specs/hdd.yaml").read_text()
+SPECS = Path(__file__).resolve().parents[1] / "tuner/lab/specs"
+HDD = (SPECS / "hdd.yaml").read_text()
 """The main job's modelled hard disk (nbdkit; docs/lab.md): seeks, rotation, zones."""
+SSD = (SPECS / "ssd.yaml").read_text()
+RAID5 = (SPECS / "raid5.yaml").read_text()
+RAID0_BUS = (SPECS / "raid0-one-bus.yaml").read_text()
+"""The modelled devices of the tune benchmark's --modelled rows (benchmarks/modelled_rows.py)."""
 
 
 @dataclass(frozen=True)
@@ -83,10 +90,11 @@ class ClaimRow:
     name: str
     lab: str
     job: str
-    target: str  # "dev" or "mnt": what tune's --target names
+    target: str  # "dev" or "mnt": what tune's --target names; "destroy": --destroy-data dev
     files: dict[str, int] = field(default_factory=dict)  # name under {mnt} -> bytes
     cache_memory: int | None = None
     timed: bool = True  # reads run for a time; a one-pass writer does not
+    precondition_mib: int = 0  # written to the device first (a flash drive past its OP area)
 
 
 MiB = 1 << 20
@@ -151,6 +159,45 @@ ROWS = (
         "size=512m\noffset_increment=512m\nfilename={dev}\n",
         "dev",
         cache_memory=64 * MiB,
+    ),
+    # The tune benchmark's rows on modelled devices (benchmarks/modelled_rows.py), each as
+    # the user's own job: where tune keeps the defaults, the plan is empty and the row checks
+    # that it is; where it changes something, that the change holds.
+    ClaimRow(
+        "hdd-random-32",
+        HDD,
+        "[hdd-random-32]\nrw=randread\nbs=4k\niodepth=32\nioengine=libaio\ndirect=1\n"
+        "filename={dev}\n",
+        "dev",
+    ),
+    ClaimRow(
+        "ssd-mixed",
+        SSD,
+        "[ssd-mixed]\nrw=randrw\nrwmixread=70\nbs=8k\niodepth=8\nnumjobs=4\nioengine=libaio\n"
+        "direct=1\nfilename={dev}\n",
+        "destroy",
+        precondition_mib=320,
+    ),
+    ClaimRow(
+        "raid5-sync-writes",
+        RAID5,
+        "[raid5-sync-writes]\nrw=randwrite\nbs=4k\nnumjobs=8\nioengine=psync\ndirect=1\nsync=1\n"
+        "filename={dev}\n",
+        "destroy",
+    ),
+    ClaimRow(
+        "raid0-bus-stream",
+        RAID0_BUS,
+        "[raid0-bus-stream]\nrw=read\nbs=16k\nioengine=psync\ndirect=0\nfilename={dev}\n",
+        "dev",
+    ),
+    ClaimRow(
+        "raid0-bus-write",
+        RAID0_BUS.replace("    bus: bus0\n", "    bus: bus0\n    fs: xfs\n"),
+        "[raid0-bus-write]\nrw=write\nbs=1M\nioengine=psync\ndirect=0\nend_fsync=1\nsize=256M\n"
+        "filename={mnt}/claims-write.dat\n",
+        "mnt",
+        timed=False,
     ),
     ClaimRow(
         "small-files",
@@ -305,9 +352,15 @@ def run_row(row: ClaimRow, plan: Plan, work: Path) -> RowResult:
         job.write_text(row.job.format(dev=dev, mnt=mnt))
         if "directory=" in row.job:
             Path(mnt, "small").mkdir(exist_ok=True)
+        if row.precondition_mib:
+            subprocess.run(["fio", "--name=precondition", f"--filename={dev}", "--rw=write",
+                            "--bs=1M", "--direct=1", "--ioengine=libaio", "--iodepth=4",
+                            f"--size={row.precondition_mib}M"],
+                           check=True, capture_output=True, timeout=600)  # fmt: skip
         plan_file = work / f"{row.name}-plan.yaml"
-        args = ["tune", "--target", dev if row.target == "dev" else mnt, "--fio-job", str(job),
-                "--plan-out", str(plan_file), "--json"]  # fmt: skip
+        where = {"dev": ["--target", dev], "mnt": ["--target", mnt],
+                 "destroy": ["--destroy-data", dev]}[row.target]  # fmt: skip
+        args = ["tune", *where, "--fio-job", str(job), "--plan-out", str(plan_file), "--json"]
         if row.cache_memory is not None:
             args += ["--cache-memory", str(row.cache_memory)]
         if plan.budget is not None:

@@ -35,9 +35,11 @@ MiB = 1 << 20
 # the stripe's 300 MB/s (pagecache.data_set_bytes) without starting over.
 STRIPE_READ_BYTES = 2048 * MiB
 SETTINGS = ("defaults", "tuned", "iotuner", "grid")
-# TuneD's throughput-performance profile, as far as this space goes (tuned/profiles/
-# throughput-performance/tuned.conf: readahead=>4096, vm.dirty_ratio=40,
-# vm.dirty_background_ratio=10); its CPU governor and other settings are outside it.
+# TuneD's throughput-performance profile, as far as this space goes (profiles/
+# throughput-performance/tuned.conf in redhat-performance/tuned, 2026: [disk] readahead=>4096,
+# [vm] dirty_bytes = 40% and dirty_background_bytes = 10%, which its vm plugin writes as
+# vm.dirty_ratio 40 and vm.dirty_background_ratio 10); no scheduler, queue depth or request
+# size for disks. Its CPU governor, swappiness and other settings are outside the space.
 TUNED_READAHEAD_KB = 4096
 TUNED_VM = {("vm.dirty_ratio", HOST): 40, ("vm.dirty_background_ratio", HOST): 10}
 
@@ -193,6 +195,7 @@ class Row:
         base: RuleBase,
         plan: Plan,
         log: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+        levels: Callable[[SearchSpace, Point], dict[Setting, list[Value]]] | None = None,
     ) -> None:
         self.lab_name = lab_name
         self.workload = workload
@@ -201,17 +204,26 @@ class Row:
         self.base = base
         self.plan = plan
         self.log = log
+        # The grid's levels: a modelled row's own (benchmarks/modelled_rows.py), else
+        # grid_levels for the throttled labs' rows.
+        self.levels = levels
+        self.space: SearchSpace | None = None  # the tune's, once run() has it
         self.flagged = 0
         self.trials = 0
 
     def measure(self, settings: Mapping[Setting, Value], label: str, detail: str = "") -> float:
-        """Apply `settings`, run one trial, restore; MB/s."""
+        """Apply `settings`, run one trial, restore; MB/s. A point of the space is written
+        as a tune writes it (SearchSpace.host_settings): a scheduler's parameters only with
+        their scheduler."""
+        if self.space is not None:
+            settings = self.space.host_settings(settings)
         result = trial_with(self.engine, settings, self.target, self.workload, None,
                             self.plan.runtime_s, self.plan.ramp_s).result  # fmt: skip
         self.trials += 1
         note = f"  FLAGGED: {result.flagged}" if result.flagged else ""
         self.flagged += result.flagged is not None
-        self.log(f"    {label:<9} {result.mbps:8.1f} MB/s  {result.seconds:4.1f} s  {detail}{note}")
+        self.log(f"    {label:<9} {result.mbps:8.4g} MB/s {result.iops:8.1f} IOPS  "
+                 f"{result.seconds:4.1f} s  {detail}{note}")  # fmt: skip
         return result.mbps
 
     def run(self) -> RowResult:
@@ -224,6 +236,7 @@ class Row:
                              self.workload, self.engine.tunables,
                              read_devices=self.target.raw_devices)  # fmt: skip
         space, baseline, suggested = setup.space, setup.baseline, setup.suggested
+        self.space = space
         self.log(f"  space: {', '.join(f'{k}@{t}' for k, t in space.names())}")
         # DESIGN.md: the first (write) trial on a fresh lab runs slow; it is not counted.
         self.measure({}, "warm-up")
@@ -235,7 +248,10 @@ class Row:
         tuned = session.run(baseline, suggested)
         ours: Settings = dict(tuned.best_settings if tuned.chosen else tuned.baseline_settings)
 
-        levels = grid_levels(space, self.workload, self.plan.quick, baseline)
+        if self.levels is not None:
+            levels = self.levels(space, baseline)
+        else:
+            levels = grid_levels(space, self.workload, self.plan.quick, baseline)
         grid = grid_points(space, levels)
         self.log(f"  grid: {len(grid)} points x {self.plan.grid_repeats} pass(es)")
         landscape = Landscape.record(
@@ -293,7 +309,7 @@ class Row:
         self.trials += 1
         self.flagged += record.flagged is not None
         note = f"  FLAGGED: {record.flagged}" if record.flagged else ""
-        self.log(f"    tune #{record.number:<3} {record.phase:<8} {record.mbps:8.1f} MB/s"
+        self.log(f"    tune #{record.number:<3} {record.phase:<8} {record.mbps:8.4g} MB/s"
                  f"  {record.seconds:4.1f} s{note}")  # fmt: skip
 
 

@@ -23,8 +23,9 @@ disks:
 
 def test_builtins() -> None:
     assert builtin_spec_names() == [
-        "hdd", "raid0", "raid5", "single-disk", "ssd", "stripe", "three-disks-one-bus",
-        "three-hdds-one-bus", "two-buses", "wan", "wan-lossy", "wan-old-buffers",
+        "hdd", "raid0", "raid0-one-bus", "raid5", "single-disk", "ssd", "stripe",
+        "three-disks-one-bus", "three-hdds-one-bus", "two-buses", "wan", "wan-lossy",
+        "wan-old-buffers",
     ]  # fmt: skip
     for name in builtin_spec_names():
         spec = load_spec(name)
@@ -121,9 +122,8 @@ def test_malformed(text: str, message: str) -> None:
 
 
 def test_unknown_names(tmp_path: Path) -> None:
-    with pytest.raises(
-        BadInput, match="no built-in lab spec 'nope' \\(built-ins: hdd, raid0, raid5, single-disk"
-    ):
+    built_ins = "hdd, raid0, raid0-one-bus, raid5, single-disk"
+    with pytest.raises(BadInput, match=f"no built-in lab spec 'nope' \\(built-ins: {built_ins}"):
         load_spec("nope")
     with pytest.raises(BadInput, match=r"missing\.yaml: no such spec file"):
         load_spec(str(tmp_path / "missing.yaml"))

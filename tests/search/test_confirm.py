@@ -135,3 +135,38 @@ def test_interval_and_cv_helpers() -> None:
     assert cv_of([90.0, 110.0]) == pytest.approx(0.1414, abs=1e-3)
     with pytest.raises(ValueError):
         confirm(lambda _p: 1.0, BASE, [FAST], rounds=1)
+
+
+def test_an_undecided_gain_gets_more_rounds_a_flat_one_does_not() -> None:
+    # The striped array's default readahead: the baseline swings by 8 % from trial to trial,
+    # the candidate holds steady 30 % above it (measured: 174.5, 203.6, 195.2 against 247.4,
+    # 249.3, 246.7 MB/s). Three rounds leave Welch's t two degrees of freedom.
+    def swinging(rng: random.Random):  # type: ignore[no-untyped-def]
+        def measure(point: Point) -> float:
+            if int(point[("block.read_ahead_kb", "loop3")]) == 128:
+                return 190.0 * math.exp(rng.gauss(0, 0.08))
+            return 247.0 * math.exp(rng.gauss(0, 0.005))
+
+        return measure
+
+    undecided = [confirm(swinging(random.Random(seed)), BASE, [FAST], rounds=3)
+                 for seed in range(20)]  # fmt: skip
+    more = [confirm(swinging(random.Random(seed)), BASE, [FAST], rounds=3, max_rounds=6)
+            for seed in range(20)]  # fmt: skip
+    assert sum(r.chosen for r in more) >= 18
+    assert sum(r.chosen for r in more) > sum(r.chosen for r in undecided)
+    assert all(3 <= r.rounds <= 6 for r in more)
+    # A difference of 1 % is no reason to measure longer: three rounds and done.
+    calls: list[Point] = []
+    flat = noisy(random.Random(1), {128: 100.0, 256: 101.0}, cv=0.02)
+    result = confirm(lambda point: calls.append(point) or flat(point), BASE, [SAME], rounds=3,
+                     max_rounds=6)  # fmt: skip
+    assert result.rounds == 3 and len(calls) == 6
+
+
+def test_more_rounds_do_not_make_no_gain_look_like_one() -> None:
+    accepted = 0
+    for seed in range(200):
+        measure = noisy(random.Random(seed), {128: 100.0, 256: 100.0}, cv=0.05)
+        accepted += confirm(measure, BASE, [SAME], rounds=3, max_rounds=6).chosen
+    assert accepted <= 10  # 5 %: looking again only while a 5 % gain is in sight

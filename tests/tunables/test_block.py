@@ -115,3 +115,15 @@ def test_scheduler_saves_nr_requests_with_it(tunables: Tunables, host: SysTree) 
     (host.root / "sys/block/sda/queue/nr_requests").write_text("32\n")  # as the kernel resets it
     tunables.restore("block.scheduler", "sda", saved)
     assert tunables.read("block.nr_requests", "sda") == 64
+
+
+def test_leaving_none_gives_the_hardware_queue_its_tags_back(
+    tunables: Tunables, host: SysTree
+) -> None:
+    # Under none, nr_requests is the hardware queue's own tag depth, and the kernel keeps a
+    # shallow one through later scheduler changes without showing it: the switch away from
+    # none writes the whole depth (mq/0/nr_tags, 128) first.
+    tunables.write("block.nr_requests", "loop3", 8)
+    tunables.write("block.scheduler", "loop3", "mq-deadline")
+    assert text(host, "sys/block/loop3/queue/nr_requests") == "128"
+    assert text(host, "sys/block/loop3/queue/scheduler") == "mq-deadline"

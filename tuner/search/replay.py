@@ -60,6 +60,9 @@ class Landscape:
             "version": LANDSCAPE_VERSION,
             "dimensions": [asdict(d) for d in self.space.dimensions],
             "none_depth": dict(self.space.none_depth),
+            # Where a scheduler's parameters rest when another scheduler is chosen: without
+            # it a replayed point keeps the value it was drawn with, and lands elsewhere.
+            "resting": [[k, t, v] for (k, t), v in self.space.resting.items()],
             "grid": [
                 {"point": [[k, t, v] for (k, t), v in p.items()], "samples": list(s)}
                 for p, s in zip(self.points, self.samples, strict=True)
@@ -78,7 +81,8 @@ class Landscape:
             Dimension(**{**d, "choices": tuple(d["choices"]), "kept": tuple(d.get("kept", ()))})
             for d in doc["dimensions"]
         )
-        space = SearchSpace(dims, doc.get("none_depth", {}))
+        resting = {(k, t): v for k, t, v in doc.get("resting", [])}
+        space = SearchSpace(dims, doc.get("none_depth", {}), resting)
         points = tuple({(k, t): v for k, t, v in row["point"]} for row in doc["grid"])
         samples = tuple(tuple(float(x) for x in row["samples"]) for row in doc["grid"])
         return cls(space, points, samples, doc.get("meta", {}))

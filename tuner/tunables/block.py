@@ -259,6 +259,13 @@ class Scheduler(BlockTunable):
         self.queue(sys, target)
         return self.as_name(target, value)
 
+    def write(self, sys: SysRoot, target: str, value: Value) -> None:
+        """Switch the scheduler; leaving none, first give the hardware queue its whole tag
+        depth back (full_tag_depth)."""
+        if value != "none" and self.read(sys, target) == "none":
+            full_tag_depth(sys, target)
+        super().write(sys, target, value)
+
     def dimension(self, sys: SysRoot, target: str, context: SpaceContext) -> Dimension | None:
         """The schedulers the device offers, on a device whose queue the I/O passes; None
         when it offers one (nothing to choose)."""
@@ -330,6 +337,29 @@ class NrRequests(IntQueueTunable):
             high = SCHED_MAX_REQUESTS
         nr = Dimension(self.key, target, "int", 4, high, log=True)
         return widened(nr, queue.nr_requests)
+
+
+def full_tag_depth(sys: SysRoot, target: str) -> None:
+    """Give a device under scheduler none its hardware queue's whole tag depth back.
+
+    With scheduler none, nr_requests is the tag depth of the hardware queue itself: writing 8
+    leaves the device 8 tags. The kernel (6.18 here) keeps those 8 through later scheduler
+    changes, while nr_requests reads the new scheduler's own depth and, under none again, the
+    whole depth: nothing in sysfs shows it (mq/*/nr_tags reads the allocated 128). So a trial
+    that tried none with a shallow queue left every later trial, and the host after the tune,
+    with 8 commands at the device: on the lab's modelled disk fio at depth 32 had 8 in flight
+    after the engine had restored mq-deadline and nr_requests 256 (/sys/block/DEV/inflight).
+    Writing the whole depth under none regrows it; the kernel ignores a write of the value
+    nr_requests already reads, so one below it goes first.
+    """
+    tunable = NrRequests()
+    depth = tunable.tag_depth(sys, target)
+    if depth is None or depth <= MIN_RQ:
+        return
+    rel = tunable.rel(sys, target)
+    if tunable.read_int(sys, target, rel) == depth:
+        tunable.write_attr(sys, target, rel, str(depth - 1))
+    tunable.write_attr(sys, target, rel, str(depth))
 
 
 def none_depth(sys: SysRoot, target: str) -> int:

@@ -62,6 +62,9 @@ class TuneConfig:
     seed: int = 0
     baseline_repeats: int = 3
     confirm_rounds: int = 3
+    # More rounds, up to this many, while a candidate measures 5 % or more above the baseline
+    # but its interval still reaches below 1 (tuner/search/confirm.py, UNDECIDED_ABOVE).
+    confirm_max_rounds: int = 6
     top_k: int = 2
     io_cap_bytes: int | None = None  # the most one trial may move (tune --io-cap)
     # A change is left out when the plan without it is within this of the plan with it (the
@@ -269,7 +272,8 @@ class Search:
                 raise DevicesBusy(reason)  # busy devices: no confirmation either
             outcome = confirm(self._confirm_sample, baseline, candidates, config.confirm_rounds,
                               simpler_within=config.simpler_within,
-                              p99_rise=self.objective.p99_rise)  # fmt: skip
+                              p99_rise=self.objective.p99_rise,
+                              max_rounds=config.confirm_max_rounds)  # fmt: skip
         except DevicesBusy as err:
             outcome = _unconfirmed(baseline, self.records, self.objective)
             reason = reason if reason.startswith("stopped early") else f"stopped early: {err}"
