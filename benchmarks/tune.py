@@ -143,18 +143,11 @@ def run_rows(
 ) -> list[RowResult]:
     """Step 1: every (lab, workload) row, each lab up for its rows and down after them."""
     from tuner.rules.installed import load_rule_base
-    from tuner.tunables.engine import TunableEngine
-    from tuner.tunables.journal import Journal
-    from tuner.tunables.signals import restore_on_signals
-    from tuner.tunables.sysroot import live_sysroot
 
     base = load_rule_base()
     args.landscapes.mkdir(parents=True, exist_ok=True)
     rows: list[RowResult] = []
-    with ExitStack() as stack:
-        journal = stack.enter_context(Journal())
-        engine = stack.enter_context(TunableEngine(live_sysroot(), journal))
-        stack.enter_context(restore_on_signals(engine))
+    with live_engine() as engine:
         for lab_name in labs:
             for name in workloads:
                 workload = base.workload(name)
@@ -180,18 +173,11 @@ def run_modelled(
     from tuner.lab import lab_down, lab_up
     from tuner.lab.spec import load_spec
     from tuner.rules.installed import load_rule_base
-    from tuner.tunables.engine import TunableEngine
-    from tuner.tunables.journal import Journal
-    from tuner.tunables.signals import restore_on_signals
-    from tuner.tunables.sysroot import live_sysroot
 
     base = load_rule_base()
     args.landscapes.mkdir(parents=True, exist_ok=True)
     rows: list[RowResult] = []
-    with ExitStack() as stack:
-        journal = stack.enter_context(Journal())
-        engine = stack.enter_context(TunableEngine(live_sysroot(), journal))
-        stack.enter_context(restore_on_signals(engine))
+    with live_engine() as engine:
         for spec in modelled:
             workload = spec.workload(base)
             log(f"\n== {spec.name}: {spec.lab} / {workload.name} {workload.fio}")
@@ -217,6 +203,21 @@ def run_modelled(
             if args.out is not None:
                 args.out.write_text(json.dumps(document(rows, {}, None, 0.0, plan), indent=1))
     return rows
+
+
+@contextmanager
+def live_engine() -> Iterator[Any]:
+    """The live host's engine for a whole run: journaled, and restored on a signal too."""
+    from tuner.tunables.engine import TunableEngine
+    from tuner.tunables.journal import Journal
+    from tuner.tunables.signals import restore_on_signals
+    from tuner.tunables.sysroot import live_sysroot
+
+    with ExitStack() as stack:
+        journal = stack.enter_context(Journal())
+        engine = stack.enter_context(TunableEngine(live_sysroot(), journal))
+        stack.enter_context(restore_on_signals(engine))
+        yield engine
 
 
 def precondition(device: str, mib: int) -> None:
