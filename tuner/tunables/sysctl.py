@@ -12,8 +12,9 @@ host's and cannot write them (0444 inside one on Linux 6.18), so they take "host
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import ClassVar
 
 from tuner.tunables.base import ULONG_MAX, Pending, Tunable, TunableError, Value
@@ -39,12 +40,8 @@ class Sysctl(Tunable):
         name = namespace_of(target)
         if name is None:
             return self.read_attr(sys, target, "proc/sys/" + key.replace(".", "/"))
-        try:
+        with self._inside(target):
             return sys.netns_read(name, key)
-        except NamespaceGone as err:
-            raise self.gone(target, str(err)) from None
-        except CommandFailed as err:
-            raise self.fail(target, str(err)) from None
 
     def write(self, sys: SysRoot, target: str, value: Value) -> None:
         """Write the value (a triple as three words), inside the namespace for netns:NAME."""
@@ -53,8 +50,15 @@ class Sysctl(Tunable):
         if name is None:
             self.write_attr(sys, target, self.rel(), text)
             return
-        try:
+        with self._inside(target):
             sys.netns_write(name, self.key, text)
+
+    @contextlib.contextmanager
+    def _inside(self, target: str) -> Iterator[None]:
+        """The namespace child's errors as this key's: TargetGone for a namespace that is not
+        there, TunableError for the rest."""
+        try:
+            yield
         except NamespaceGone as err:
             raise self.gone(target, str(err)) from None
         except CommandFailed as err:
