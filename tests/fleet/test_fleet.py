@@ -277,6 +277,7 @@ def group_plan(path: Path, device: str, read_ahead_kb: int, extra: list[dict[str
     return path
 
 
+@pytest.mark.lab_parallel  # its own loop devices, roots and journals; hand-written plans
 def test_rollout_stops_at_the_host_that_fails_verification(ansible: None, tmp_path: Path) -> None:
     with ExitStack() as stack:
         # Group A: 64 MiB devices (node1, node3); group B: 96 MiB devices (node2, node4).

@@ -89,6 +89,8 @@ def role_inventory(tmp_path: Path, stop: bool, seconds: int) -> dict[str, Any]:
     }}}}  # fmt: skip
 
 
+@pytest.mark.lab_parallel
+@pytest.mark.xdist_group(f"port-{PORT}")  # both serve on it: one worker, in turn
 def test_the_role_serves_until_stopped(ansible: None, tmp_path: Path) -> None:
     play = tmp_path / "peer.yml"
     play.write_text(ROLE_PLAY)
@@ -98,6 +100,8 @@ def test_the_role_serves_until_stopped(ansible: None, tmp_path: Path) -> None:
     assert not (tmp_path / "iperf3.pid").exists()
 
 
+@pytest.mark.lab_parallel
+@pytest.mark.xdist_group(f"port-{PORT}")  # both serve on it: one worker, in turn
 def test_a_server_never_stopped_ends_by_itself(ansible: None, tmp_path: Path) -> None:
     """The play that started it dies, say: the server still ends after its seconds."""
     play = tmp_path / "peer.yml"

@@ -66,6 +66,7 @@ def test_a_transfer_tune_lifts_the_window_cap_and_restores_both_ends(state: Path
     assert iotuner("lab", "down").returncode == 0
 
 
+@pytest.mark.lab_parallel
 def test_kill_9_mid_tune_then_rollback_restores_both_ends(state: Path) -> None:
     assert iotuner("lab", "up", "wan-old-buffers").returncode == 0
     before = held(state)
@@ -88,6 +89,7 @@ def test_kill_9_mid_tune_then_rollback_restores_both_ends(state: Path) -> None:
     assert iotuner("lab", "down").returncode == 0
 
 
+@pytest.mark.lab_parallel
 def test_options_of_fio_trials_are_refused_in_one_line(state: Path) -> None:
     bad = iotuner("tune", "--workload", "disk-to-network", "--io-cap", "10")
     assert bad.returncode == 2
