@@ -8,7 +8,8 @@ path near its rate. With the peer's old buffer the peer's window is the cap, and
 says so as the peer's step. Both times the sender's settings are back as they were, and
 nothing of the host's own namespace moved.
 
-Short budget: 1 s trials after 1 s of ramp, 3 search trials (under a minute each).
+Short budget: 1 s trials after 1 s of ramp, 3 search trials (the second tune one: what it
+checks is the explanation), under a minute each.
 """
 
 from __future__ import annotations
