@@ -139,7 +139,9 @@ def fleet_tune(tmp_path: Path, net: LabNetwork | None) -> None:
                                          "-m", "tuner.cli"],
                      "iotuner_state_dir": str(tmp_path / "dtn1"),
                      "iotuner_tune_peer": "dtn2",
-                     "iotuner_tune_args": ["--budget", "3", "--runtime", "1", "--ramp", "1"]},
+                     # The smallest real tune: the search stops after its first point.
+                     "iotuner_tune_args": ["--budget", "3", "--runtime", "1", "--ramp", "1",
+                                           "--time", "1"]},
             "dtn2": {"ansible_host": net.receiver_address,
                      "iotuner_peer_exec": ["ip", "netns", "exec", net.receiver],
                      "iotuner_peer_bind": net.receiver_address,
