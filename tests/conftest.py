@@ -16,6 +16,14 @@ HWLOC_FIXTURES = REPO / "tests" / "fixtures" / "hwloc"
 """hwloc's captures (BSD-3-Clause, its COPYING beside them), copied into the project."""
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """lab_parallel only sorts lab tests (scripts/test runs "lab and lab_parallel" on workers):
+    on a test without `lab` it would run that test in the quick phase and the parallel one."""
+    for item in items:
+        if item.get_closest_marker("lab_parallel") and not item.get_closest_marker("lab"):
+            raise pytest.UsageError(f"{item.nodeid}: marked lab_parallel but not lab")
+
+
 @pytest.fixture
 def tree(tmp_path: Path) -> SysTree:
     """An empty root to fill with sysfs/procfs files for one test."""

@@ -31,7 +31,9 @@ from tuner.apply.render import SYSCTL_CONF, UDEV_RULES
 from tuner.apply.runner import PlaybookRun, run_apply
 from tuner.tunables.journal import Journal
 
-pytestmark = pytest.mark.lab
+# Parallel-safe: each test has its own loop device, configuration root and state directory,
+# and the sysctl it persists is written at the value the host already has.
+pytestmark = [pytest.mark.lab, pytest.mark.lab_parallel]
 
 if shutil.which("ansible-playbook") is None:  # pragma: no cover - installed with iotuner
     pytest.skip("needs ansible-playbook", allow_module_level=True)

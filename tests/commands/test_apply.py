@@ -1,4 +1,8 @@
-"""`iotuner apply` as users run it: a subprocess, real ansible-playbook, lab loop devices."""
+"""`iotuner apply` as users run it: a subprocess, real ansible-playbook, lab loop devices.
+
+Each test has its own loop device, configuration root and state directory: all but the
+measuring one run beside other tests (lab_parallel).
+"""
 
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ ADMIN_SYSCTL = b"# the admin's own\nvm.swappiness\t= 1\n\xff"
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel
 def test_apply_shows_each_change_then_nothing_to_do_and_rollback_restores_all(
     dev: str, conf: Path, state: Path, tmp_path: Path
 ) -> None:
@@ -70,6 +75,7 @@ def test_apply_shows_each_change_then_nothing_to_do_and_rollback_restores_all(
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel
 def test_check_and_diff_show_what_would_change_and_change_nothing(
     dev: str, conf: Path, state: Path, tmp_path: Path
 ) -> None:
@@ -92,6 +98,7 @@ def test_check_and_diff_show_what_would_change_and_change_nothing(
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel
 @pytest.mark.parametrize(
     ("entry", "why"),
     [
@@ -117,6 +124,7 @@ def test_bad_plans_exit_2_naming_the_entry_and_change_nothing(
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel
 def test_a_failed_task_exits_1_and_leaves_the_host_as_before(
     dev: str, conf: Path, state: Path, tmp_path: Path
 ) -> None:

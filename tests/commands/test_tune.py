@@ -28,6 +28,7 @@ def queue_of(name: str) -> dict[str, str]:
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own lab; asserts phases and the plan, not figures
 def test_main_job_tunes_the_lab_and_leaves_nothing(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root")
@@ -56,6 +57,7 @@ def test_main_job_tunes_the_lab_and_leaves_nothing(tmp_path: Path) -> None:
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel
 def test_kill_9_mid_tune_is_rolled_back(tmp_path: Path) -> None:
     with loop_device(256) as name:
         subprocess.run(["dd", "if=/dev/urandom", f"of=/dev/{name}", "bs=1M", "count=256",

@@ -4,6 +4,10 @@ mid-tune, or whose loop device is detached. Each stops, restores, says so in one
 the device and exits 1; nothing is left changed, journaled, planned or saved.
 
 Small disks (512 MiB) so that a 1 s trial reads into the bad region at once.
+
+The killed server and the daemon's fault run beside other tests (lab_parallel); the rest
+stay serial: a detached device's number is then anyone's (another test's device would answer
+under it), and a trial must reach a bad region 64 MiB in within its second.
 """
 
 from __future__ import annotations
@@ -102,6 +106,7 @@ def test_tune_on_a_bad_region_stops_restores_and_writes_no_plan(
     assert_nothing_to_roll_back(state)
 
 
+@pytest.mark.lab_parallel  # waits for a changed setting, whatever the trials measure
 @pytest.mark.parametrize("kind", ["server", "fuse"])
 def test_tune_whose_server_is_killed_mid_search_restores_the_settings_it_had_changed(
     state: Path, disk: str, tmp_path: Path, kind: str
@@ -274,6 +279,7 @@ def ended(events: list[Event]) -> bool:
     return any(e.data.get("state") in ENDED for e in events)
 
 
+@pytest.mark.lab_parallel  # the bad region is the first trial's first 8 MiB
 def test_the_daemons_retune_reports_the_fault_and_applies_nothing(state: Path) -> None:
     """apply off: a re-tune that went wrong in this test must not write /etc (the re-tune's
     apply writes the real udev rules). Its trials move at most 60 MB (--io-cap): the bad

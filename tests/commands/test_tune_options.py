@@ -90,6 +90,7 @@ def test_a_users_fio_job_is_what_the_trials_run(
     assert all(entry.key in TUNABLES for entry in written.entries)
 
 
+@pytest.mark.lab_parallel  # its own loop device; asserts what the trials ran, not figures
 def test_app_params_are_searched_and_carried_by_every_trial(tmp_path: Path) -> None:
     with loop_device(512) as name:
         before = queue_of(name)

@@ -33,7 +33,9 @@ from tests.daemon.plans import HELD, SIZE_MB, apply, block_plan, queue, set_queu
 from tests.nobody import run_as_nobody
 from tuner.tunables.journal import Journal
 
-pytestmark = pytest.mark.lab
+# Parallel-safe: each daemon has its own state directory, socket, loop devices in a private
+# directory (the class it holds) or lab, and asserts events, not figures.
+pytestmark = [pytest.mark.lab, pytest.mark.lab_parallel]
 
 REPO = Path(__file__).resolve().parents[2]
 

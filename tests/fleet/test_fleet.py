@@ -198,9 +198,9 @@ def test_canary_tunes_once_and_the_group_gets_its_plan(
         stack.callback(roll_back, hosts)
         group = fingerprint_of(disks[0])
         assert {fingerprint_of(d) for d in disks} == {group}
-        done = run_fleet(
-            tmp_path, hosts, iotuner_tune_args=["--budget", "3", "--runtime", "1", "--ramp", "0"]
-        )
+        # The smallest real tune: --time 1 ends the search after its first point (the rules').
+        tune_args = ["--budget", "3", "--runtime", "1", "--ramp", "0", "--time", "1"]
+        done = run_fleet(tmp_path, hosts, iotuner_tune_args=tune_args)
         assert done.returncode == 0, output(done)
 
         # One tune, on the first host of the group; its plan fetched to the controller.
@@ -277,6 +277,7 @@ def group_plan(path: Path, device: str, read_ahead_kb: int, extra: list[dict[str
     return path
 
 
+@pytest.mark.lab_parallel  # its own loop devices, roots and journals; hand-written plans
 def test_rollout_stops_at_the_host_that_fails_verification(ansible: None, tmp_path: Path) -> None:
     with ExitStack() as stack:
         # Group A: 64 MiB devices (node1, node3); group B: 96 MiB devices (node2, node4).

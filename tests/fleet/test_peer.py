@@ -89,6 +89,8 @@ def role_inventory(tmp_path: Path, stop: bool, seconds: int) -> dict[str, Any]:
     }}}}  # fmt: skip
 
 
+@pytest.mark.lab_parallel
+@pytest.mark.xdist_group(f"port-{PORT}")  # both serve on it: one worker, in turn
 def test_the_role_serves_until_stopped(ansible: None, tmp_path: Path) -> None:
     play = tmp_path / "peer.yml"
     play.write_text(ROLE_PLAY)
@@ -98,6 +100,8 @@ def test_the_role_serves_until_stopped(ansible: None, tmp_path: Path) -> None:
     assert not (tmp_path / "iperf3.pid").exists()
 
 
+@pytest.mark.lab_parallel
+@pytest.mark.xdist_group(f"port-{PORT}")  # both serve on it: one worker, in turn
 def test_a_server_never_stopped_ends_by_itself(ansible: None, tmp_path: Path) -> None:
     """The play that started it dies, say: the server still ends after its seconds."""
     play = tmp_path / "peer.yml"
@@ -135,7 +139,9 @@ def fleet_tune(tmp_path: Path, net: LabNetwork | None) -> None:
                                          "-m", "tuner.cli"],
                      "iotuner_state_dir": str(tmp_path / "dtn1"),
                      "iotuner_tune_peer": "dtn2",
-                     "iotuner_tune_args": ["--budget", "3", "--runtime", "2", "--ramp", "1"]},
+                     # The smallest real tune: the search stops after its first point.
+                     "iotuner_tune_args": ["--budget", "3", "--runtime", "1", "--ramp", "1",
+                                           "--time", "1"]},
             "dtn2": {"ansible_host": net.receiver_address,
                      "iotuner_peer_exec": ["ip", "netns", "exec", net.receiver],
                      "iotuner_peer_bind": net.receiver_address,

@@ -20,6 +20,7 @@ from tuner.tune.setup import current_point
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # counts trials by phase, on its own loop device
 def test_the_search_spends_no_trial_on_the_baseline_it_already_measured(state: Path) -> None:
     # About 15 s: 2 baseline, 3 search and 4 confirmation trials of 1 s (plus fio start-up and
     # a cache drop each) on a /dev/shm loop device.
