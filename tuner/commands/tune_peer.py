@@ -13,9 +13,7 @@ host's settings as a plan for `iotuner apply`.
 
 from __future__ import annotations
 
-import json
 import socket
-import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -23,8 +21,8 @@ from typing import Any
 
 from rich.console import Console
 
+from tuner.commands.transfer_report import report_transfer
 from tuner.plan import plan_from_tune, write_plan
-from tuner.results import save_result
 from tuner.rules.model import Workload
 from tuner.search.space import HOST
 from tuner.trials.peer import Peer, measure_path
@@ -51,12 +49,11 @@ from tuner.tune.transfer_explain import (
     MEMORY,
     Windows,
     explain,
-    explanation_table,
     needed_window,
     transfer_document,
 )
 from tuner.tune.transfer_peer import bounded, path_rate, peer_ends
-from tuner.tune.view import TuneView, print_changes, render_summary
+from tuner.tune.view import TuneView
 
 
 def tune_peer(
@@ -112,14 +109,8 @@ def tune_peer(
                         "windows_sized_for_mbit": rate, "how": how}  # fmt: skip
     if plan_out is not None:
         write_plan(_plan(result, document), plan_out)
-    save_result("tune", document)
-    if as_json:
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
-        return
-    console.print(render_summary(result))
-    console.print(explanation_table(explanation))
-    print_changes(console, result)
-    if plan_out is not None:
+    report_transfer(console, result, explanation, document, as_json)
+    if plan_out is not None and not as_json:
         console.print(f"plan written to {plan_out}", highlight=False)
 
 

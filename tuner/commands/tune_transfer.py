@@ -10,19 +10,17 @@ a disk tune, also on Ctrl-C, SIGTERM and, through the journal, after kill -9.
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from rich.console import Console
 
+from tuner.commands.transfer_report import report_transfer
 from tuner.errors import BadInput
 from tuner.lab.model import LabNetwork
 from tuner.lab.session import lab_session
 from tuner.lab.status import lab_status
-from tuner.results import save_result
 from tuner.rules.model import Workload
 from tuner.tunables.engine import TunableEngine
 from tuner.tunables.journal import Journal
@@ -45,11 +43,10 @@ from tuner.tune.transfer_explain import (
     MEMORY,
     Windows,
     explain,
-    explanation_table,
     needed_window,
     transfer_document,
 )
-from tuner.tune.view import TuneView, print_changes, render_summary
+from tuner.tune.view import TuneView
 
 WORKLOAD = "disk-to-network"
 LAB = "wan-old-buffers"
@@ -120,11 +117,4 @@ def tune_transfer(
         windows = Windows(wmem, rmem, before[MEMORY].max_snd_wnd_bytes)
         explanation = explain(net.rate_mbit, ends.goodput_mbit, windows, before, after)
         result = as_written(result, space)
-    document = transfer_document(result, explanation)
-    save_result("tune", document)
-    if as_json:
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
-        return
-    console.print(render_summary(result))
-    console.print(explanation_table(explanation))
-    print_changes(console, result)
+    report_transfer(console, result, explanation, transfer_document(result, explanation), as_json)
