@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
+import time
+from collections.abc import Callable
 
 import pytest
 
@@ -162,6 +165,30 @@ def test_an_undecided_gain_gets_more_rounds_a_flat_one_does_not() -> None:
     result = confirm(lambda point: calls.append(point) or flat(point), BASE, [SAME], rounds=3,
                      max_rounds=6)  # fmt: skip
     assert result.rounds == 3 and len(calls) == 6
+
+
+def test_extra_rounds_that_would_end_past_the_deadline_are_not_started() -> None:
+    # The main job's three minutes: an undecided gain (30 % above a baseline swinging by
+    # 40 %) gets more rounds only while one more still ends in time, as long as the last
+    # round took.
+    def undecided() -> Callable[[Point], float]:
+        swings = itertools.cycle([0.6, 1.4, 1.0])
+
+        def measure(point: Point) -> float:
+            time.sleep(0.01)  # a round of two trials: at least 0.02 s
+            big = int(point[("block.read_ahead_kb", "loop3")]) != 128
+            return (130.0 if big else 100.0) * next(swings)
+
+        return measure
+
+    free = confirm(undecided(), BASE, [FAST], rounds=3, max_rounds=6)
+    assert free.rounds == 6 and not free.chosen
+    # Three rounds take at least 0.06 s: a fourth could not end 0.05 s after the start.
+    soon = time.monotonic() + 0.05
+    bounded = confirm(undecided(), BASE, [FAST], rounds=3, max_rounds=6, extra_until=soon)
+    assert bounded.rounds == 3  # three rounds always: the interval needs them
+    later = time.monotonic() + 60
+    assert confirm(undecided(), BASE, [FAST], rounds=3, max_rounds=6, extra_until=later).rounds == 6
 
 
 def test_more_rounds_do_not_make_no_gain_look_like_one() -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
@@ -147,6 +148,7 @@ def confirm(
     p99_rise: float | None = None,
     max_rounds: int | None = None,
     undecided_above: float = UNDECIDED_ABOVE,
+    extra_until: float | None = None,
 ) -> Confirmation:
     """Measure baseline and candidates interleaved `rounds` times and pick a winner, or none.
 
@@ -162,7 +164,10 @@ def confirm(
 
     Up to `max_rounds` (default: `rounds`), one more round is measured while the answer is
     undecided: nothing passed, yet a candidate nothing refused measures at least
-    (1 + `undecided_above`) times the baseline (`_undecided`).
+    (1 + `undecided_above`) times the baseline (`_undecided`). With `extra_until` (a
+    time.monotonic() deadline), such a round starts only if, as long as the last one took, it
+    would end by then: a tune promised to end in time (the main job's three minutes) stops
+    with the rounds it has.
     """
     if rounds < 2:
         raise ValueError("confirmation needs at least two rounds to estimate the noise")
@@ -174,12 +179,15 @@ def confirm(
             unique.append(point)
     base_samples: list[Sample] = []
     cand_samples: list[list[Sample]] = [[] for _ in unique]
+    took = 0.0
     for _ in range(rounds):
-        _round(measure, baseline, unique, base_samples, cand_samples)
+        took = _round(measure, baseline, unique, base_samples, cand_samples)
     outcome = _outcome(baseline, unique, base_samples, cand_samples, level, simpler_within,
                        p99_rise)  # fmt: skip
     while outcome.rounds < (max_rounds or rounds) and _undecided(outcome, undecided_above):
-        _round(measure, baseline, unique, base_samples, cand_samples)
+        if extra_until is not None and time.monotonic() + took > extra_until:
+            break
+        took = _round(measure, baseline, unique, base_samples, cand_samples)
         outcome = _outcome(baseline, unique, base_samples, cand_samples, level, simpler_within,
                            p99_rise)  # fmt: skip
     return outcome
@@ -191,11 +199,13 @@ def _round(
     candidates: Sequence[Point],
     base_samples: list[Sample],
     cand_samples: list[list[Sample]],
-) -> None:
-    """One round: the baseline, then every candidate, each measured once."""
+) -> float:
+    """One round: the baseline, then every candidate, each measured once; its seconds."""
+    started = time.monotonic()
     base_samples.append(_sample(measure(baseline)))
     for samples, point in zip(cand_samples, candidates, strict=True):
         samples.append(_sample(measure(point)))
+    return time.monotonic() - started
 
 
 def _undecided(outcome: Confirmation, above: float) -> bool:

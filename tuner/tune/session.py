@@ -65,6 +65,9 @@ class TuneConfig:
     # More rounds, up to this many, while a candidate measures 5 % or more above the baseline
     # but its interval still reaches below 1 (tuner/search/confirm.py, UNDECIDED_ABOVE).
     confirm_max_rounds: int = 6
+    # The whole tune's seconds, confirmation included: an extra confirmation round starts only
+    # if it would end within them (None: no bound). The main job's three minutes.
+    whole_s: float | None = None
     top_k: int = 2
     io_cap_bytes: int | None = None  # the most one trial may move (tune --io-cap)
     # A change is left out when the plan without it is within this of the plan with it (the
@@ -273,7 +276,9 @@ class Search:
             outcome = confirm(self._confirm_sample, baseline, candidates, config.confirm_rounds,
                               simpler_within=config.simpler_within,
                               p99_rise=self.objective.p99_rise,
-                              max_rounds=config.confirm_max_rounds)  # fmt: skip
+                              max_rounds=config.confirm_max_rounds,
+                              extra_until=None if config.whole_s is None
+                              else started + config.whole_s)  # fmt: skip
         except DevicesBusy as err:
             outcome = _unconfirmed(baseline, self.records, self.objective)
             reason = reason if reason.startswith("stopped early") else f"stopped early: {err}"
