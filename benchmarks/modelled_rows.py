@@ -16,6 +16,10 @@ from dataclasses import dataclass
 
 from tuner.rules.model import RuleBase, Workload
 from tuner.search.space import Point, SearchSpace, Value
+from tuner.trials.dataset import CacheModel
+from tuner.units import parse_size
+
+MiB = 1 << 20
 
 Levels = dict[tuple[str, str], list[Value]]
 
@@ -47,6 +51,16 @@ class ModelledRow:
     fs: str | None = None
     """A file system made on the lab's disk: the trials then write a scratch file there
     (buffered writes to a raw device are not what applications that write files do)."""
+    cache_mib: int | None = None
+    """The page cache production leaves this reader, in MiB (tune --cache-memory): its
+    trials run in a memory cgroup of that share of the data set the fio job names, so a
+    readahead that evicts what the reader needs costs what it costs there."""
+
+    def cache(self) -> CacheModel | None:
+        """Production's data set (the job's `size`) and page cache, when the row has one."""
+        if self.cache_mib is None:
+            return None
+        return CacheModel(parse_size(str(self.fio["size"])), self.cache_mib * MiB)
 
     def workload(self, base: RuleBase) -> Workload:
         """The rule base's profile with this row's fio options over its own; the profile's
@@ -82,6 +96,13 @@ def _level(value: Value, high: int, baseline: Value) -> Value:
     if value == HOST_VALUE:
         return baseline
     return value
+
+
+def _mmap_readers(size: str) -> dict[str, object]:
+    """Two readers of 4 KiB pages of a memory-mapped region of `size` (the random-read
+    profile's bs), with no fadvise hint: the kernel's own readaround decides each fault."""
+    return {"ioengine": "mmap", "direct": 0, "iodepth": 1, "numjobs": 2, "size": size,
+            "fadvise_hint": 0}  # fmt: skip
 
 
 ROWS: tuple[ModelledRow, ...] = (
@@ -176,6 +197,49 @@ ROWS: tuple[ModelledRow, ...] = (
         "end: when writeback starts (the dirty thresholds: 16 MiB or the host's 10 %, a "
         "limit of the host's 20 % or TuneD's 40 %), and the request size against the stripe",
         fs="xfs",
+    ),
+    ModelledRow(
+        name="raid0-wide-stream",
+        lab="raid0-wide",
+        profile="stream-read",
+        fio={},
+        grid={
+            "block.read_ahead_kb": (128, 4096, 8192, 16384, 32768),
+            "block.scheduler": ("mq-deadline", "none"),
+        },
+        why="one buffered reader of a six-disk stripe with a 4 MiB unit (24 MiB full "
+        "stripe): the readahead windows in flight decide how many members stream at "
+        "once, and TuneD's 4096 KB reaches about two of six",
+    ),
+    ModelledRow(
+        name="ssd-mmap-random",
+        lab="ssd",
+        profile="random-read",
+        fio=_mmap_readers("1g"),
+        grid={
+            "block.read_ahead_kb": (128, 512, 1024, 4096),
+            "block.scheduler": ("mq-deadline", "none"),
+        },
+        why="two readers of 4 KiB pages of a memory-mapped 1 GiB file (a database or "
+        "key-value store using mmap), production's cache holding a quarter: every fault "
+        "reads the readahead window around it, so a large window costs transfer time and "
+        "evicts pages the readers need (by hand: 1100 IOPS at 128 KB, 139 at 4096)",
+        cache_mib=256,
+    ),
+    ModelledRow(
+        name="hdd-mmap-random",
+        lab="hdd",
+        profile="random-read",
+        fio=_mmap_readers("256m"),
+        grid={
+            "block.read_ahead_kb": (128, 512, 1024, 4096),
+            "block.scheduler": ("mq-deadline", "bfq"),
+        },
+        why="the same readers on the modelled hard disk over 256 MiB, a quarter cached: "
+        "each fault is a seek, and a large window adds its transfer and evicts the cache "
+        "(by hand: 160 IOPS at 128 KB, 45 at 4096); 256 MiB keeps the cache's turnover "
+        "at 128 KB within a trial's ramp",
+        cache_mib=64,
     ),
 )
 

@@ -18,8 +18,8 @@ One run, as root, on the lab (loop devices over /dev/shm, block throttling):
 3. The wall time of a whole default `iotuner tune` (the main job: lab hdd, concurrent-streams).
 
 With --modelled, step 1 runs the rows of benchmarks/modelled_rows.py instead: each on its
-modelled lab (hdd, ssd, raid5, raid0-one-bus), its workload on the lab's disk itself, its grid
-over the dimensions that matter there.
+modelled lab (hdd, ssd, raid5, raid0-one-bus, raid0-wide), its workload on the lab's disk
+itself, its grid over the dimensions that matter there.
 
 Every point is journaled and restored after its trial (TunableEngine); the labs are torn down
 after their rows, also on Ctrl-C or SIGTERM. State (journal, lab record) goes to
@@ -192,7 +192,8 @@ def run_modelled(
                     precondition(up.disks[0].device, spec.precondition_mib)
                 with trial_target(up, workload, plan) as target:
                     log(f"  target {target.path} ({', '.join(target.devices)})")
-                    row = Row(spec.lab, workload, target, engine, base, plan, levels=spec.levels)
+                    row = Row(spec.lab, workload, target, engine, base, plan, levels=spec.levels,
+                              cache=spec.cache())  # fmt: skip
                     result = replace(row.run(), workload=spec.name)
             finally:
                 lab_down()

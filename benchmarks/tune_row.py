@@ -23,6 +23,7 @@ from tuner.rules.model import RuleBase, Workload
 from tuner.search.replay import Landscape, grid_points
 from tuner.search.space import HOST, Point, SearchSpace, Value
 from tuner.trials import TrialTarget
+from tuner.trials.dataset import CacheModel
 from tuner.trials.fio import writes
 from tuner.tunables.engine import TunableEngine
 from tuner.tunables.observe import probe_with_settings
@@ -196,6 +197,7 @@ class Row:
         plan: Plan,
         log: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
         levels: Callable[[SearchSpace, Point], dict[Setting, list[Value]]] | None = None,
+        cache: CacheModel | None = None,
     ) -> None:
         self.lab_name = lab_name
         self.workload = workload
@@ -207,6 +209,9 @@ class Row:
         # The grid's levels: a modelled row's own (benchmarks/modelled_rows.py), else
         # grid_levels for the throttled labs' rows.
         self.levels = levels
+        # Production's page cache for a random reader (a modelled row's cache_mib): every
+        # trial, the tune's and the grid's, runs in that share, as `tune --cache-memory`'s.
+        self.cache = cache
         self.space: SearchSpace | None = None  # the tune's, once run() has it
         self.flagged = 0
         self.trials = 0
@@ -218,7 +223,8 @@ class Row:
         if self.space is not None:
             settings = self.space.host_settings(settings)
         result = trial_with(self.engine, settings, self.target, self.workload, None,
-                            self.plan.runtime_s, self.plan.ramp_s).result  # fmt: skip
+                            self.plan.runtime_s, self.plan.ramp_s,
+                            cache=self.cache).result  # fmt: skip
         self.trials += 1
         note = f"  FLAGGED: {result.flagged}" if result.flagged else ""
         self.flagged += result.flagged is not None
@@ -242,7 +248,8 @@ class Row:
         self.measure({}, "warm-up")
 
         self.log(f"  iotuner tune: budget {budget}, {runtime:g} s trials, seed {self.plan.seed}")
-        config = TuneConfig(budget=budget, runtime_s=runtime, seed=self.plan.seed)
+        config = TuneConfig(budget=budget, runtime_s=runtime, seed=self.plan.seed,
+                            cache=self.cache)  # fmt: skip
         session = Tune(self.target, self.workload, space, self.engine, config,
                        on_trial=self._tune_trial)  # fmt: skip
         tuned = session.run(baseline, suggested)

@@ -23,7 +23,7 @@ disks:
 
 def test_builtins() -> None:
     assert builtin_spec_names() == [
-        "hdd", "raid0", "raid0-one-bus", "raid5", "single-disk", "ssd", "stripe",
+        "hdd", "raid0", "raid0-one-bus", "raid0-wide", "raid5", "single-disk", "ssd", "stripe",
         "three-disks-one-bus", "three-hdds-one-bus", "two-buses", "wan", "wan-lossy",
         "wan-old-buffers",
     ]  # fmt: skip
@@ -122,7 +122,7 @@ def test_malformed(text: str, message: str) -> None:
 
 
 def test_unknown_names(tmp_path: Path) -> None:
-    built_ins = "hdd, raid0, raid0-one-bus, raid5, single-disk"
+    built_ins = "hdd, raid0, raid0-one-bus, raid0-wide, raid5"
     with pytest.raises(BadInput, match=f"no built-in lab spec 'nope' \\(built-ins: {built_ins}"):
         load_spec("nope")
     with pytest.raises(BadInput, match=r"missing\.yaml: no such spec file"):
