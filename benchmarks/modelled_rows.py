@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from tuner.rules.model import RuleBase, Workload
 from tuner.search.space import Point, SearchSpace, Value
 from tuner.trials.dataset import CacheModel
-from tuner.units import parse_size
 
 MiB = 1 << 20
 
@@ -51,16 +50,20 @@ class ModelledRow:
     fs: str | None = None
     """A file system made on the lab's disk: the trials then write a scratch file there
     (buffered writes to a raw device are not what applications that write files do)."""
+    disk_mib: int | None = None
+    """The lab disk's size in MiB instead of the spec's: a reader of the whole device then
+    reads a data set of this size (a device's trials read all of it, whatever fio's size)."""
     cache_mib: int | None = None
     """The page cache production leaves this reader, in MiB (tune --cache-memory): its
-    trials run in a memory cgroup of that share of the data set the fio job names, so a
-    readahead that evicts what the reader needs costs what it costs there."""
+    trials run in a memory cgroup holding that share of the device they read, so a readahead
+    that evicts what the reader needs costs what it costs there."""
 
-    def cache(self) -> CacheModel | None:
-        """Production's data set (the job's `size`) and page cache, when the row has one."""
+    def cache(self, disk_bytes: int) -> CacheModel | None:
+        """Production's data set (the whole device of `disk_bytes`) and page cache, when the
+        row has one."""
         if self.cache_mib is None:
             return None
-        return CacheModel(parse_size(str(self.fio["size"])), self.cache_mib * MiB)
+        return CacheModel(disk_bytes, self.cache_mib * MiB)
 
     def workload(self, base: RuleBase) -> Workload:
         """The rule base's profile with this row's fio options over its own; the profile's
@@ -98,11 +101,9 @@ def _level(value: Value, high: int, baseline: Value) -> Value:
     return value
 
 
-def _mmap_readers(size: str) -> dict[str, object]:
-    """Two readers of 4 KiB pages of a memory-mapped region of `size` (the random-read
-    profile's bs), with no fadvise hint: the kernel's own readaround decides each fault."""
-    return {"ioengine": "mmap", "direct": 0, "iodepth": 1, "numjobs": 2, "size": size,
-            "fadvise_hint": 0}  # fmt: skip
+MMAP_READERS = {"ioengine": "mmap", "direct": 0, "iodepth": 1, "numjobs": 2, "fadvise_hint": 0}
+"""Two readers of 4 KiB pages (the random-read profile's bs) of the memory-mapped device,
+with no fadvise hint: the kernel's own readaround decides what each fault reads."""
 
 
 ROWS: tuple[ModelledRow, ...] = (
@@ -215,30 +216,32 @@ ROWS: tuple[ModelledRow, ...] = (
         name="ssd-mmap-random",
         lab="ssd",
         profile="random-read",
-        fio=_mmap_readers("1g"),
+        fio=MMAP_READERS,
         grid={
             "block.read_ahead_kb": (128, 512, 1024, 4096),
             "block.scheduler": ("mq-deadline", "none"),
         },
-        why="two readers of 4 KiB pages of a memory-mapped 1 GiB file (a database or "
-        "key-value store using mmap), production's cache holding a quarter: every fault "
-        "reads the readahead window around it, so a large window costs transfer time and "
-        "evicts pages the readers need (by hand: 1100 IOPS at 128 KB, 139 at 4096)",
-        cache_mib=256,
+        why="two readers of 4 KiB pages of the memory-mapped 4 GiB drive (a database or "
+        "key-value store using mmap), production's cache holding a quarter (1 GiB): every "
+        "fault reads the readahead window around it, so a large window costs transfer time "
+        "and evicts pages the readers need (by hand, over 1 GiB with 256 MiB cached: 1100 "
+        "IOPS at 128 KB, 139 at 4096)",
+        cache_mib=1024,
     ),
     ModelledRow(
         name="hdd-mmap-random",
         lab="hdd",
         profile="random-read",
-        fio=_mmap_readers("256m"),
+        fio=MMAP_READERS,
         grid={
             "block.read_ahead_kb": (128, 512, 1024, 4096),
             "block.scheduler": ("mq-deadline", "bfq"),
         },
-        why="the same readers on the modelled hard disk over 256 MiB, a quarter cached: "
+        why="the same readers on the modelled hard disk, made 256 MiB, a quarter cached: "
         "each fault is a seek, and a large window adds its transfer and evicts the cache "
-        "(by hand: 160 IOPS at 128 KB, 45 at 4096); 256 MiB keeps the cache's turnover "
-        "at 128 KB within a trial's ramp",
+        "(by hand: 160 IOPS at 128 KB, 45 at 4096); on the whole 2 GiB disk turning a "
+        "quarter of it over at 128 KB takes longer than a trial may ramp (30 s)",
+        disk_mib=256,
         cache_mib=64,
     ),
 )

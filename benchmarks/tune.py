@@ -183,9 +183,12 @@ def run_modelled(
             log(f"\n== {spec.name}: {spec.lab} / {workload.name} {workload.fio}")
             log(f"  grid over {', '.join(spec.grid)}: {spec.why}")
             lab_spec = load_spec(spec.lab)
+            first = lab_spec.disks[0]
             if spec.fs is not None:
-                first = replace(lab_spec.disks[0], fs=spec.fs)
-                lab_spec = replace(lab_spec, disks=(first, *lab_spec.disks[1:]))
+                first = replace(first, fs=spec.fs)
+            if spec.disk_mib is not None:
+                first = replace(first, size_bytes=spec.disk_mib << 20)
+            lab_spec = replace(lab_spec, disks=(first, *lab_spec.disks[1:]))
             up = lab_up(lab_spec)
             try:
                 if spec.precondition_mib:
@@ -193,7 +196,7 @@ def run_modelled(
                 with trial_target(up, workload, plan) as target:
                     log(f"  target {target.path} ({', '.join(target.devices)})")
                     row = Row(spec.lab, workload, target, engine, base, plan, levels=spec.levels,
-                              cache=spec.cache())  # fmt: skip
+                              cache=spec.cache(first.size_bytes))  # fmt: skip
                     result = replace(row.run(), workload=spec.name)
             finally:
                 lab_down()
