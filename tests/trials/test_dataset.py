@@ -7,7 +7,7 @@ import pytest
 from tuner.rules.model import Workload
 from tuner.trials.dataset import MIN_CACHE_BYTES, CacheModel, job_data_set
 from tuner.trials.targets import TrialTarget
-from tuner.trials.trial import user_region_bytes
+from tuner.trials.trial import _placement, reads_own_region, user_region_bytes
 
 GiB, MiB = 1 << 30, 1 << 20
 
@@ -67,3 +67,24 @@ def test_the_part_of_the_users_file_its_jobs_read(
 ) -> None:
     workload = Workload("fio-job:db.fio", "", {"numjobs": jobs}, region=region)
     assert user_region_bytes(workload, FILE) == expected
+
+
+def test_a_users_job_on_a_device_is_measured_on_the_part_it_names() -> None:
+    # Two mmap readers of the first 256 MiB of a 2 GiB disk: their trials read those 256 MiB,
+    # as the job does, not the whole disk (whose quarter could not settle in a trial's ramp).
+    disk = TrialTarget("/dev/sdb", ("sdb",), 2 * GiB, writable=False)
+    mine = Workload("fio-job:db.fio", "", {"numjobs": 2, "ioengine": "mmap"},
+                    region={"size": "256m"})  # fmt: skip
+    assert reads_own_region(disk, mine)
+    assert user_region_bytes(mine, disk) == 256 * MiB
+    placement, region = _placement(disk, mine, dict(mine.fio))
+    assert placement == {"filename": "/dev/sdb", "own_region": {"size": "256m"}}
+    assert region == 256 * MiB
+    # A profile, or a job naming no part: the whole device, one slice per job, as before.
+    profile = Workload("random-read", "", {"numjobs": 2})
+    assert not reads_own_region(disk, profile)
+    assert _placement(disk, profile, dict(profile.fio)) == (
+        {"filename": "/dev/sdb", "region_bytes": 2 * GiB}, 2 * GiB)  # fmt: skip
+    # A scratch file is iotuner's own: its size, not the job's, places the I/O.
+    scratch = TrialTarget("/mnt/x/iotuner.dat", ("sdb",), GiB, writable=True, directory="/mnt/x")
+    assert not reads_own_region(scratch, mine)

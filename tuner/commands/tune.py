@@ -30,7 +30,7 @@ from tuner.trials.idle import wait_until_idle
 from tuner.trials.jobfile import load_fio_job
 from tuner.trials.peer import parse_peer
 from tuner.trials.targets import TrialTarget
-from tuner.trials.trial import user_region_bytes
+from tuner.trials.trial import reads_own_region, user_region_bytes
 from tuner.tunables.engine import TunableEngine
 from tuner.tunables.journal import Journal
 from tuner.tunables.observe import probe_with_settings
@@ -379,8 +379,8 @@ def cache_model(
         return None
     size = _size_option("--data-set", data_set)
     cache = _size_option("--cache-memory", cache_memory) or host_cache_bytes()
-    if size is None and target.user_file:
-        size = user_region_bytes(workload, target)  # the part of the user's file the job reads
+    if size is None and reads_own_region(target, workload):
+        size = user_region_bytes(workload, target)  # the part of the file or device it reads
     elif size is None:
         size = job_data_set({**workload.fio, **workload.region})
     if size is None and cache_memory is None:

@@ -205,7 +205,7 @@ def _warm_up(
     which pages are cached does not matter, only how many; a sequential pass fills it at the
     device's streaming rate.
     """
-    start = str(workload.region.get("offset", 0)) if target.user_file else "0"
+    start = str(workload.region.get("offset", 0)) if reads_own_region(target, workload) else "0"
     text = "\n".join([
         "; written by iotuner: warm-up", "[global]", f"filename={escape_path(target.path)}",
         "rw=read", "bs=1M", "ioengine=psync", "direct=0", "invalidate=0",
@@ -294,9 +294,10 @@ def _placement(
             "scratch file or to a device named with --destroy-data"
         )
     files = file_count(options)
-    if target.user_file:
-        # The user's own file, read as the job places its reads (every job from offset 0 of
-        # `size` unless the job says otherwise): that is the workload whose speed counts.
+    if reads_own_region(target, workload):
+        # The user's own file, or the part of a device the user's job names, read as the job
+        # places its reads (every job from offset 0 of `size` unless the job says otherwise):
+        # that is the workload whose speed counts.
         region = user_region_bytes(workload, target)
         return {"filename": target.path, "own_region": workload.region}, region
     if files == 1:
@@ -321,6 +322,16 @@ def _placement(
             f"files, {human_bytes(free)} free"
         )
     return {"directory": target.directory, "file_prefix": prefix}, region
+
+
+def reads_own_region(target: TrialTarget, workload: Workload) -> bool:
+    """True when trials place their I/O as the user's job does: on the user's own file, or on
+    a device whose part the user's `--fio-job` names (size, offset, offset_increment).
+
+    Without it a device's trials spread over the whole device: two mmap readers of the first
+    256 MiB of a 2 GiB disk were measured over all 2 GiB, with a cache share of that, and the
+    tune's baseline could not settle what the user's job settles in seconds."""
+    return target.user_file or (not target.is_scratch and bool(workload.region))
 
 
 def user_region_bytes(workload: Workload, target: TrialTarget) -> int:
