@@ -36,6 +36,18 @@ def test_the_issue_rows_are_there() -> None:
         row_named("nope")
 
 
+def test_the_mmap_rows_read_through_production_s_cache_share() -> None:
+    # A quarter of what their trials read, so TuneD's 4 MB readaround evicts what they hit.
+    for name, disk in (("ssd-mmap-random", 4 << 30), ("hdd-mmap-random", 256 << 20)):
+        row = row_named(name)
+        size = disk if row.disk_mib is None else row.disk_mib << 20
+        assert size == disk
+        cache = row.cache(size)
+        assert cache is not None and cache.share == 0.25 and not cache.fits
+        assert row.workload(load_rule_base()).fio["ioengine"] == "mmap"
+    assert row_named("raid0-wide-stream").cache(6 << 30) is None
+
+
 def test_levels_hold_unnamed_dimensions_at_the_baseline() -> None:
     space = SearchSpace((
         Dimension("block.read_ahead_kb", "sda", "int", 128, 65536, log=True, step=4),
