@@ -80,6 +80,7 @@ def test_the_outer_zone_streams_twice_as_fast_as_the_inner(state: Path) -> None:
     assert outer / inner_mbps > 1.7
 
 
+@pytest.mark.lab_parallel  # data and paths, no figure; down checked by path, never by name
 def test_what_is_written_is_read_back_and_kept_in_its_data_file(state: Path) -> None:
     lab = lab_up(load_spec("hdd"))
     disk = lab.disks[0]
@@ -106,6 +107,7 @@ def test_what_is_written_is_read_back_and_kept_in_its_data_file(state: Path) -> 
     assert_no_server_left(record)
 
 
+@pytest.mark.lab_parallel  # data and paths, no figure; down checked by path, never by name
 def test_an_xfs_on_a_modelled_disk(state: Path, tmp_path: Path) -> None:
     spec = parse_spec(
         "disks: [{name: h0, size: 512MiB, fs: xfs, model: {kind: hdd, rpm: 10000}}]", "x", "x"
@@ -119,6 +121,7 @@ def test_an_xfs_on_a_modelled_disk(state: Path, tmp_path: Path) -> None:
     assert_no_server_left(record)
 
 
+@pytest.mark.lab_parallel  # status and down after a kill, no figure; checked by path
 @pytest.mark.parametrize(
     ("kind", "problem"),
     [("server", "d0: its model server (nbdkit on "), ("fuse", "d0: nbdfuse is not serving ")],

@@ -67,6 +67,7 @@ def in_ns(ns: str, *cmd: str) -> str:
                           check=True).stdout  # fmt: skip
 
 
+@pytest.mark.lab_parallel  # its own namespaces and delay line, no figure, no loop device
 def test_up_builds_the_path_and_down_removes_it(state: Path) -> None:
     up = iotuner("lab", "up", "wan")
     assert up.returncode == 0, up.stderr

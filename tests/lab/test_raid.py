@@ -68,6 +68,7 @@ def test_small_writes_cost_four_member_commands_full_stripes_no_read(state: Path
     assert small["lat_ns"]["mean"] > 1.5 * reads["lat_ns"]["mean"]
 
 
+@pytest.mark.lab_parallel  # data and paths, no figure; down checked by path, never by name
 def test_the_set_keeps_what_is_written_across_its_units_and_down_removes_it(
     state: Path,
 ) -> None:
@@ -110,6 +111,7 @@ def test_streams_whose_parity_splits_a_members_pieces_keep_flowing(state: Path) 
         assert reader.returncode == 0 and read["bw_bytes"] > 100e6
 
 
+@pytest.mark.lab_parallel  # a hand-run server over a file: no lab, no loop device
 @pytest.mark.parametrize(
     ("param", "message"),
     [

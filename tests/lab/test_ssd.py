@@ -78,6 +78,7 @@ def test_writes_slow_down_once_the_over_provisioned_area_is_used(state: Path) ->
     assert ratio == pytest.approx(formula, rel=0.15)
 
 
+@pytest.mark.lab_parallel  # an error and data, no figure; a modelled disk: no throttle
 @pytest.mark.parametrize("kind", ["ssd", "hdd"])
 def test_a_bad_region_fails_with_eio_and_the_rest_reads(state: Path, kind: str) -> None:
     spec = parse_spec(
@@ -176,6 +177,7 @@ def test_a_server_killed_mid_read_fails_the_reader_then_down_leaves_nothing(
     assert lab_down() == []
 
 
+@pytest.mark.lab_parallel  # a hand-run server over a file: no lab, no loop device
 @pytest.mark.parametrize(
     ("kind", "param", "message"),
     [
