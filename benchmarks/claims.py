@@ -50,6 +50,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks import tuned_profile as tuned_conf
+
 DEFAULT_STATE = "/tmp/iotuner-bench-claims-state"
 MEMCG = Path("/sys/fs/cgroup/memory")
 # fio's own memory in the benchmark's cgroup, on top of production's page cache: 8 MiB
@@ -303,33 +305,26 @@ def memory_cgroup(limit: int | None) -> Iterator[Path | None]:
                 time.sleep(0.1)
 
 
-TUNED_READAHEAD_KB = 4096
-TUNED_SYSCTLS = {"vm/dirty_ratio": "40", "vm/dirty_background_ratio": "10"}
-"""TuneD's throughput-performance profile where it reaches these rows (benchmarks/tune_row.py
-has the source): [disk] readahead=>4096, [vm] dirty ratios 40 and 10."""
-
-
 @contextlib.contextmanager
 def tuned_profile(device: str) -> Iterator[None]:
-    """TuneD's throughput-performance settings on `device` and the host, put back after."""
+    """TuneD's throughput-performance settings (benchmarks/tuned_profile.py) on `device` and
+    the host, written as TuneD writes them, put back after."""
     ra = Path("/sys/block", Path(device).name, "queue/read_ahead_kb")
-    sysctl = Path("/proc/sys")
-    dirty = ("vm/dirty_ratio", "vm/dirty_background_ratio", "vm/dirty_bytes",
-             "vm/dirty_background_bytes")  # fmt: skip
+    vm = Path("/proc/sys/vm")
     saved_ra = ra.read_text().strip()
-    saved = {name: (sysctl / name).read_text().strip() for name in dirty}
+    saved = {name: (vm / name).read_text().strip() for name in tuned_conf.DIRTY_SYSCTLS}
     try:
-        ra.write_text(str(max(int(saved_ra), TUNED_READAHEAD_KB)))
-        for name, value in TUNED_SYSCTLS.items():
-            (sysctl / name).write_text(value)
+        ra.write_text(str(max(int(saved_ra), tuned_conf.READAHEAD_KB)))
+        for name, value in tuned_conf.DIRTY_RATIOS.items():
+            (vm / name).write_text(str(value))
         yield
     finally:
         ra.write_text(saved_ra)
         # A ratio written zeroes its bytes twin and the other way round: ratios first, then
         # whichever bytes were set.
-        for name in dirty:
+        for name in tuned_conf.DIRTY_SYSCTLS:
             if not name.endswith("_bytes") or saved[name] != "0":
-                (sysctl / name).write_text(saved[name])
+                (vm / name).write_text(saved[name])
 
 
 def plain_fio(job: Path, plan: Plan, timed: bool, cgroup: Path | None, unit: str) -> float:

@@ -44,11 +44,12 @@ from typing import Any
 from benchmarks.modelled_rows import ROWS, ModelledRow, row_named
 from benchmarks.tune_replay import BUDGET, SEEDS, TARGET, ReplayResult, replay, within_target
 from benchmarks.tune_row import Plan, Row, RowResult, bench_spec, trial_target, tune_defaults
+from benchmarks.tuned_profile import DIRTY_SYSCTLS
 from tuner.search.replay import Landscape
 
 LABS = ("single-disk", "three-disks-one-bus", "stripe")
 WORKLOADS = ("stream-read", "stream-write")
-SYSCTLS = ("dirty_ratio", "dirty_background_ratio", "dirty_bytes", "dirty_background_bytes")
+SYSCTLS = DIRTY_SYSCTLS
 DEFAULT_STATE = "/tmp/iotuner-bench-tune-state"
 
 

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from benchmarks import tuned_profile
 from tuner.lab.model import Lab
 from tuner.lab.spec import LabSpec, load_spec
 from tuner.rules.model import RuleBase, Workload
@@ -36,13 +37,8 @@ MiB = 1 << 20
 # the stripe's 300 MB/s (pagecache.data_set_bytes) without starting over.
 STRIPE_READ_BYTES = 2048 * MiB
 SETTINGS = ("defaults", "tuned", "iotuner", "grid")
-# TuneD's throughput-performance profile, as far as this space goes (profiles/
-# throughput-performance/tuned.conf in redhat-performance/tuned, 2026: [disk] readahead=>4096,
-# [vm] dirty_bytes = 40% and dirty_background_bytes = 10%, which its vm plugin writes as
-# vm.dirty_ratio 40 and vm.dirty_background_ratio 10); no scheduler, queue depth or request
-# size for disks. Its CPU governor, swappiness and other settings are outside the space.
-TUNED_READAHEAD_KB = 4096
-TUNED_VM = {("vm.dirty_ratio", HOST): 40, ("vm.dirty_background_ratio", HOST): 10}
+TUNED_READAHEAD_KB = tuned_profile.READAHEAD_KB
+TUNED_VM = {(f"vm.{name}", HOST): value for name, value in tuned_profile.DIRTY_RATIOS.items()}
 
 Setting = tuple[str, str]
 Settings = dict[Setting, Value]
