@@ -30,8 +30,11 @@ the tune benchmark's modelled devices (hdd-random-32, ssd-mixed, raid5-sync-writ
 raid0-bus-stream, raid0-bus-write, raid0-wide-stream, ssd-mmap-random, hdd-mmap-random) run
 on modelled disks and arrays (nbdkit, docs/lab.md), which do.
 
-State (journal, lab record) goes to $IOTUNER_STATE_DIR, /tmp/iotuner-bench-claims-state
-when unset; the labs are torn down after their rows, also on Ctrl-C.
+State (journal, lab record, the settings TuneD's profile replaced) goes to
+$IOTUNER_STATE_DIR, /tmp/iotuner-bench-claims-state when unset; the labs are torn down after
+their rows, also on Ctrl-C. After a kill -9, `iotuner lab down` and `iotuner rollback --all`
+with the same state directory clean up, and the next run puts back TuneD's writeback
+thresholds before it starts.
 """
 
 from __future__ import annotations
@@ -305,26 +308,53 @@ def memory_cgroup(limit: int | None) -> Iterator[Path | None]:
                 time.sleep(0.1)
 
 
+def _tuned_saved() -> Path:
+    return Path(os.environ.get("IOTUNER_STATE_DIR", DEFAULT_STATE), "tuned-saved.json")
+
+
+def _put_back(saved: dict[str, str]) -> None:
+    """Write back what tuned_profile saved: the readahead if its device is still there, then
+    the writeback thresholds (a ratio written zeroes its bytes twin and the other way round:
+    ratios first, then whichever bytes were set)."""
+    ra = Path(saved["read_ahead_kb_path"])
+    if ra.exists():
+        ra.write_text(saved["read_ahead_kb"])
+    vm = Path("/proc/sys/vm")
+    for name in tuned_conf.DIRTY_SYSCTLS:
+        if not name.endswith("_bytes") or saved[name] != "0":
+            (vm / name).write_text(saved[name])
+
+
+def restore_leftover_tuned() -> bool:
+    """Put back the host's settings a killed run left in TuneD's profile; True if it did."""
+    saved = _tuned_saved()
+    if not saved.exists():
+        return False
+    _put_back(json.loads(saved.read_text()))
+    saved.unlink()
+    return True
+
+
 @contextlib.contextmanager
 def tuned_profile(device: str) -> Iterator[None]:
     """TuneD's throughput-performance settings (benchmarks/tuned_profile.py) on `device` and
-    the host, written as TuneD writes them, put back after."""
+    the host, written as TuneD writes them, put back after. What they replace is saved to the
+    state directory first, so a run killed inside puts it back when the next run starts."""
     ra = Path("/sys/block", Path(device).name, "queue/read_ahead_kb")
     vm = Path("/proc/sys/vm")
-    saved_ra = ra.read_text().strip()
     saved = {name: (vm / name).read_text().strip() for name in tuned_conf.DIRTY_SYSCTLS}
+    saved |= {"read_ahead_kb_path": str(ra), "read_ahead_kb": ra.read_text().strip()}
+    record = _tuned_saved()
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps(saved))
     try:
-        ra.write_text(str(max(int(saved_ra), tuned_conf.READAHEAD_KB)))
+        ra.write_text(str(max(int(saved["read_ahead_kb"]), tuned_conf.READAHEAD_KB)))
         for name, value in tuned_conf.DIRTY_RATIOS.items():
             (vm / name).write_text(str(value))
         yield
     finally:
-        ra.write_text(saved_ra)
-        # A ratio written zeroes its bytes twin and the other way round: ratios first, then
-        # whichever bytes were set.
-        for name in tuned_conf.DIRTY_SYSCTLS:
-            if not name.endswith("_bytes") or saved[name] != "0":
-                (vm / name).write_text(saved[name])
+        _put_back(saved)
+        record.unlink()
 
 
 def plain_fio(job: Path, plan: Plan, timed: bool, cgroup: Path | None, unit: str) -> float:
@@ -510,6 +540,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.rounds < 3:
         sys.exit("benchmarks.claims: at least 3 rounds")
     os.environ.setdefault("IOTUNER_STATE_DIR", DEFAULT_STATE)
+    if restore_leftover_tuned():
+        log("put back the writeback thresholds a killed run left at TuneD's")
     wanted = args.rows.split(",")
     unknown = set(wanted) - {r.name for r in ROWS}
     if unknown:

@@ -1,0 +1,63 @@
+"""The claims benchmark's TuneD side: what it replaces on the host comes back, also after the
+run is killed while TuneD's settings are in place."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.claims import restore_leftover_tuned
+from tests.loopdev import loop_device
+
+pytestmark = pytest.mark.lab
+
+VM = Path("/proc/sys/vm")
+KILLED_INSIDE = """
+import sys, time
+from benchmarks.claims import tuned_profile
+with tuned_profile(sys.argv[1]):
+    print("in", flush=True)
+    time.sleep(60)
+"""
+
+
+def thresholds() -> tuple[str, str]:
+    """The host's writeback ratios."""
+    ratio, background = (
+        (VM / n).read_text().strip() for n in ("dirty_ratio", "dirty_background_ratio")
+    )
+    return ratio, background
+
+
+def test_a_killed_run_leaves_tuneds_thresholds_and_the_next_puts_them_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("IOTUNER_STATE_DIR", str(tmp_path))
+    before = thresholds()
+    with loop_device() as name:
+        ra = Path("/sys/block", name, "queue/read_ahead_kb")
+        ra.write_text("128")
+        child = subprocess.Popen(
+            [sys.executable, "-c", KILLED_INSIDE, f"/dev/{name}"],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=os.environ | {"IOTUNER_STATE_DIR": str(tmp_path)},
+        )
+        try:
+            assert child.stdout is not None and child.stdout.readline() == "in\n"
+            assert thresholds() == ("40", "10") and ra.read_text().strip() == "4096"
+        finally:
+            child.send_signal(signal.SIGKILL)
+            child.wait()
+        try:
+            assert thresholds() == ("40", "10")  # nothing ran the finally
+        finally:
+            assert restore_leftover_tuned()
+        assert thresholds() == before
+        assert ra.read_text().strip() == "128"
+        assert not restore_leftover_tuned()  # the record is gone once put back
