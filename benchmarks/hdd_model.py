@@ -12,7 +12,10 @@ device with direct I/O; docs/lab.md), with fio (libaio, direct I/O):
    queue at work);
 3. sequential 1 MiB reads on the outer 256 MiB and on the inner 256 MiB against the zone rates;
    while the outer stream runs, the CPU time of the server processes (nbdkit and nbdfuse,
-   from /proc/PID/stat) over the same seconds, as a share of one core.
+   from /proc/PID/stat) over the same seconds, as a share of one core;
+4. that CPU share `--repeats` x 2 more times, interleaved: the servers on the one CPU the lab
+   gives them (tuner/lab/nbd.py, server_cpu), and free to run on every CPU (util-linux taskset
+   on all their threads), with the ratio of the means.
 
 State goes to $IOTUNER_STATE_DIR, /tmp/iotuner-bench-hdd-state when unset; the lab is torn
 down at the end, also on Ctrl-C.
@@ -22,6 +25,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
+import subprocess
 import sys
 from functools import partial
 from pathlib import Path
@@ -78,7 +83,36 @@ def main(argv: list[str] | None = None) -> int:
             mbps = read["bw_bytes"] / 1e6
             print(f"sequential 1 MiB reads, {name} 256 MiB: {mbps:.1f} MB/s (model {model:.1f}),"
                   f" server CPU {used * 100:.1f} % of one core (nbdkit + nbdfuse)")  # fmt: skip
+        outer = partial(fio, disk.device, "read", "1M", 4, args.seconds, "--offset=0",
+                        f"--size={span}")  # fmt: skip
+        pinned = ",".join(sorted({_cpus(pid) for pid in pids}))
+        every = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
+        shares: dict[str, list[float]] = {"one CPU": [], "every CPU": []}
+        for run in range(args.repeats * 2):
+            where = "one CPU" if run % 2 == 0 else "every CPU"
+            for pid in pids:
+                subprocess.run(["taskset", "--all-tasks", "--cpu-list", "-p",
+                                pinned if where == "one CPU" else every, str(pid)],
+                               check=True, capture_output=True)  # fmt: skip
+            read, used = with_cpu(pids, args.seconds, outer)
+            shares[where].append(used / (read["bw_bytes"] / 1e6))
+            print(f"outer stream, servers on {where} ({pinned if where == 'one CPU' else every}):"
+                  f" {read['bw_bytes'] / 1e6:.1f} MB/s, server CPU {used * 100:.1f} %")  # fmt: skip
+        one, free = (statistics.fmean(shares[k]) for k in ("one CPU", "every CPU"))
+        rate = stream_mbps(disk.model, disk.size_bytes, 0, span)
+        print(f"server CPU per 100 MB/s: on one CPU {one * 1e4:.1f} %, on every CPU"
+              f" {free * 1e4:.1f} % (one / every {one / free:.3f}); at the model's outer"
+              f" rate, {rate:.1f} MB/s: {one * rate * 100:.1f} % and"
+              f" {free * rate * 100:.1f} %")  # fmt: skip
     return 0
+
+
+def _cpus(pid: int) -> str:
+    """The CPU list `pid` may run on, from /proc/PID/status."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Cpus_allowed_list:"):
+            return line.split(":", 1)[1].strip()
+    raise RuntimeError(f"pid {pid}: no Cpus_allowed_list")
 
 
 if __name__ == "__main__":

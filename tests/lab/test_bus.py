@@ -3,6 +3,7 @@ streams, its waiting seen as latency, and `lab down` after one server of the bus
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import psutil
@@ -49,12 +50,25 @@ def test_three_disks_saturate_the_bus_and_wait_for_it(state: Path) -> None:
     assert lat3 > 1.08 * lat1
 
 
+def _cpus_of(pid: int) -> set[int]:
+    """Every CPU any thread of `pid` may run on."""
+    return {cpu for t in psutil.Process(pid).threads() for cpu in os.sched_getaffinity(t.id)}
+
+
 def test_kill_9_of_one_server_on_the_bus_then_down_leaves_nothing(state: Path) -> None:
     up = iotuner("lab", "up", "three-hdds-one-bus")
     assert up.returncode == 0, up.stderr
     record = snapshot(state)
     servers = [s for s in record.steps if s.kind == "server"]
     assert [s.label for s in servers] == ["d0", "d1", "d2"]
+    # Each disk's nbdkit and nbdfuse, every thread of both, on one CPU of their own while
+    # there are CPUs to go round (tuner/lab/nbd.py, server_cpu).
+    fuses = [s for s in record.steps if s.kind == "fuse"]
+    pairs = [_cpus_of(int(s.detail["pid"])) | _cpus_of(int(f.detail["pid"]))
+             for s, f in zip(servers, fuses, strict=True)]  # fmt: skip
+    assert all(len(cpus) == 1 for cpus in pairs), pairs
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert pairs[0] != pairs[1]
     process = psutil.Process(int(servers[1].detail["pid"]))
     process.kill()  # SIGKILL: the bus's word stays mapped by the other two, no lock held
     process.wait(timeout=10)

@@ -154,8 +154,9 @@ class _Builder:
         buses = tuple(self.bus(b) for b in self.spec.buses)
         mounts = {b.name: Path(b.mountpoint) for b in buses}
         words = {b.name: b.device for b in buses if b.mountpoint == ""}
+        modelled = [d.name for d in self.spec.disks if d.model]
         disks = tuple(
-            self.modelled(d, words.get(d.bus or ""))
+            self.modelled(d, words.get(d.bus or ""), nbd.server_cpu(modelled.index(d.name)))
             if d.model
             else self.disk(d, mounts.get(d.bus or ""))
             for d in self.spec.disks
@@ -231,9 +232,9 @@ class _Builder:
             disk.name, device, disk.bus, disk.read_mbps, disk.write_mbps, disk.iops, disk.size_bytes
         )
 
-    def modelled(self, disk: DiskSpec, bus_word: str | None) -> LabDisk:
+    def modelled(self, disk: DiskSpec, bus_word: str | None, cpu: int) -> LabDisk:
         """nbdkit running the model over a tmpfs file, nbdfuse, a loop device with direct I/O;
-        on a bus, the server maps the bus's word."""
+        on a bus, the server maps the bus's word. Both servers run on `cpu`."""
         assert disk.model is not None
         bus = None
         if bus_word is not None:
@@ -246,7 +247,8 @@ class _Builder:
         step = self.record.intend(Step("server", str(socket), label=disk.name))
         pidfile = self.shm / f"{disk.name}.nbdkit.pid"
         command = nbd.server_command(disk.model, disk.size_bytes, data, socket, pidfile, bus)
-        self.record.finish(step, detail={"pid": nbd.start(command, log, pidfile, "nbdkit")})
+        pid = nbd.start(nbd.on_cpu(cpu, command), log, pidfile, "nbdkit")
+        self.record.finish(step, detail={"pid": pid})
         mountpoint = self.run / "nbd" / disk.name
         mountpoint.mkdir(mode=0o755, parents=True)
         step = self.record.intend(
@@ -254,7 +256,8 @@ class _Builder:
         )
         fuse_file = mountpoint / nbd.FUSE_FILE
         pidfile = self.shm / f"{disk.name}.nbdfuse.pid"
-        pid = nbd.start(nbd.fuse_command(socket, mountpoint, pidfile), log, pidfile, "nbdfuse")
+        command = nbd.on_cpu(cpu, nbd.fuse_command(socket, mountpoint, pidfile))
+        pid = nbd.start(command, log, pidfile, "nbdfuse")
         self.record.finish(step, detail={"pid": pid})
         device = self.loop(fuse_file, disk.name, direct_io=True)
         refused = write_queue(self.engine, device, MODEL_QUEUES[disk.model.kind])
