@@ -1,5 +1,5 @@
-"""The claims benchmark's TuneD side: what it replaces on the host comes back, also after the
-run is killed while TuneD's settings are in place."""
+"""The claims benchmark: when a row holds, and its TuneD side: what it replaces on the host
+comes back, also after the run is killed while TuneD's settings are in place."""
 
 from __future__ import annotations
 
@@ -11,10 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.claims import restore_leftover_tuned
+from benchmarks.claims import RowResult, restore_leftover_tuned, table
 from tests.loopdev import loop_device
-
-pytestmark = pytest.mark.lab
 
 VM = Path("/proc/sys/vm")
 KILLED_INSIDE = """
@@ -34,6 +32,23 @@ def thresholds() -> tuple[str, str]:
     return ratio, background
 
 
+def test_a_plan_measured_below_the_defaults_fails_but_a_kept_row_is_the_rows_noise() -> None:
+    same = [65.0, 65.5, 65.1], [65.3, 56.4, 65.3]
+    kept = RowResult("raid5-sync-writes", "IOPS", defaults=same[0], planned=same[1])
+    worse = RowResult(
+        "raid5-sync-writes", "IOPS", chosen=True, claimed=1.02, ci=(0.99, 1.05),
+        changes=["block.nr_requests=16"], defaults=same[0], planned=same[1],
+    )  # fmt: skip
+    assert kept.holds and kept.never_worse
+    assert not worse.holds and worse.never_worse is False
+    lines = table([kept, worse]).splitlines()
+    assert "| kept | yes |" in lines[2]
+    assert "| NO | **NO**: the plan measured x0.956 of the defaults: worse |" in lines[3]
+    noisy = RowResult("r", "IOPS", defaults=[100.0], planned=[85.0])
+    assert not noisy.holds and noisy.never_worse  # more than 10 % apart: still fails
+
+
+@pytest.mark.lab
 def test_a_killed_run_leaves_tuneds_thresholds_and_the_next_puts_them_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
