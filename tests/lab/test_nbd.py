@@ -1,13 +1,26 @@
-"""Where a modelled disk's servers run: one CPU per disk, from the last CPU down."""
+"""Where a modelled disk's servers run (one CPU per disk, from the last CPU down), and a
+server that is not installed."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
-from tuner.lab.nbd import server_cpu
+import pytest
+
+from tuner.lab.nbd import on_cpu, server_cpu, start
+from tuner.lab.system import LabError
 
 
 def test_disks_take_the_cpus_from_the_last_down_and_wrap_round() -> None:
     cpus = sorted(os.sched_getaffinity(0))
     taken = [server_cpu(i) for i in range(2 * len(cpus))]
     assert taken == (cpus[::-1]) * 2
+
+
+def test_a_server_not_installed_is_named_with_the_packages(tmp_path: Path) -> None:
+    cmd = on_cpu(0, ["iotuner-no-such-server", "--unix", str(tmp_path / "s")])
+    with pytest.raises(LabError, match=r"^iotuner-no-such-server: iotuner-no-such-server not "
+                       r"found \(modelled disks need .*util-linux; scripts/setup"):  # fmt: skip
+        start(cmd, tmp_path / "log", tmp_path / "pid", "iotuner-no-such-server")
+    assert not (tmp_path / "log").exists()  # refused before anything ran

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -31,7 +32,7 @@ PLUGIN_CFLAGS = "EXTRA_CFLAGS=-O2 -fno-math-errno"
 FUSE_CONNECTIONS = 16
 SERVER_THREADS = 4
 START_TIMEOUT_S = 60.0
-PACKAGES = "nbdkit, nbdkit-plugin-dev, libnbd-bin, fuse3, gcc and libc6-dev"
+PACKAGES = "nbdkit, nbdkit-plugin-dev, libnbd-bin, fuse3, gcc, libc6-dev and util-linux"
 STOP_TIMEOUT_S = 5.0
 FUSE_FILE = "disk"
 
@@ -88,8 +89,15 @@ def on_cpu(cpu: int, cmd: list[str]) -> list[str]:
 def start(cmd: list[str], log: Path, pidfile: Path, what: str) -> int:
     """Start `cmd` in its own session (it outlives iotuner); the pid it writes once ready.
 
-    LabError with the last line of the process's log if it fails or is not ready in time.
+    LabError with the last line of the process's log if it fails or is not ready in time, or
+    naming the packages if a program `cmd` runs (taskset, then `what`) is not installed.
     """
+    for program in dict.fromkeys((cmd[0], what)):
+        if shutil.which(program) is None:
+            raise system.LabError(
+                f"{what}: {program} not found (modelled disks need {PACKAGES}; scripts/setup "
+                "installs them)"
+            )
     with open(log, "ab") as out:
         try:
             proc = subprocess.Popen(
