@@ -49,6 +49,7 @@ def test_three_disks_saturate_the_bus_and_wait_for_it(state: Path) -> None:
     assert lat3 > 1.08 * lat1
 
 
+@pytest.mark.lab_parallel  # status and down after a kill, no figure; checked by path
 def test_kill_9_of_one_server_on_the_bus_then_down_leaves_nothing(state: Path) -> None:
     up = iotuner("lab", "up", "three-hdds-one-bus")
     assert up.returncode == 0, up.stderr

@@ -116,6 +116,7 @@ def test_kill_9_of_a_server_process_then_down_leaves_nothing(
     assert_no_server_left(record)
 
 
+@pytest.mark.lab_parallel  # down after a killed up, no figure; checked by path
 def test_kill_9_mid_up_then_down_leaves_nothing(state: Path) -> None:
     record = kill_9_up_when(state, "hdd", lambda s: s.kind == "fuse", "starting nbdfuse", "nbdfuse")
     assert record.state == "building"
