@@ -4,10 +4,12 @@ without iotuner's trial code.
 The database-like reader: two jobs of random 4 KiB reads through ioengine=mmap without madvise
 hints, over a file four times the page cache production leaves (`--cache-memory`), on a
 150 MB/s, 300-IOPS lab disk with xfs. Before, trials served from the page cache won and the
-plan measured 0.04 x of the defaults. Now no set-aside trial may win, and the plan (or "keep")
-measured with plain fio, caches dropped, in a memory cgroup of production's cache the test makes
-itself, warmed to a full cache, interleaved with the defaults, is at least 0.98 of the
-defaults. About a minute and a half.
+plan measured 0.04 x of the defaults. Now no set-aside trial may win, and a plan that changes
+something, measured with plain fio, caches dropped, in a memory cgroup of production's cache the
+test makes itself, warmed to a full cache, interleaved with the defaults, is at least 0.98 of
+the defaults ("keep" is the defaults). About 100 s for the tune (18 trials: every searched
+point far below the baseline is measured twice), 30 s more for plain fio when the plan changes
+something.
 """
 
 from __future__ import annotations
@@ -106,6 +108,11 @@ def test_a_mmap_random_reader_gets_no_flagged_winner_and_holds_when_re_measured(
     assert not {t["number"] for t in winners} & aside, "a set-aside trial won"
     changes = {c["key"].removeprefix("block."): c["value"] for c in doc["changes"]}
     assert set(changes) <= {"read_ahead_kb", "nr_requests", "max_sectors_kb", "scheduler"}
+    if not changes:
+        # "Keep the current settings": the plan is the defaults, x1 of them by construction,
+        # so plain fio has nothing to compare (it measured x1.005 when it ran anyway).
+        assert not doc["chosen"], doc
+        return
 
     queue = Path(f"/sys/block/{device}/queue")
     found = {a: (queue / a).read_text().split("[")[-1].split("]")[0].strip()

@@ -28,12 +28,12 @@ import pytest
 from tests.apply.applylab import write_plan
 from tests.cli import iotuner
 from tests.daemon.test_retune import config, drive
-from tests.lab.conftest import assert_no_server_left, snapshot
+from tests.lab.conftest import assert_no_server_left, module_lab, snapshot
 from tuner.bottleneck.groups import Component, Group
 from tuner.bottleneck.scaling import run_scaling
 from tuner.daemon.events import Event
 from tuner.daemon.retune import PLAN_NAME, Retune
-from tuner.lab import lab_down, lab_up, parse_spec
+from tuner.lab import LabSpec, lab_down, lab_up, parse_spec
 from tuner.lab.record import LabRecord, load_record
 from tuner.trials.faults import TrialFault
 
@@ -47,15 +47,18 @@ def queue_of(name: str) -> dict[str, str]:
     return {attr: Path(f"/sys/block/{name}/queue/{attr}").read_text().strip() for attr in QUEUE}
 
 
-@contextmanager
-def flash_drive(faults: str = "") -> Iterator[str]:
-    """One modelled flash drive of 512 MiB with `faults` (model keys), torn down after;
-    yields its kernel name."""
+def flash_spec(faults: str = "") -> LabSpec:
+    """One modelled flash drive of 512 MiB with `faults` (model keys)."""
     extra = f", {faults}" if faults else ""
-    spec = parse_spec(
+    return parse_spec(
         f"disks: [{{name: d0, size: 512MiB, model: {{kind: ssd{extra}}}}}]", "faults", "x"
     )
-    device = lab_up(spec).disks[0].device
+
+
+@contextmanager
+def flash_drive(faults: str = "") -> Iterator[str]:
+    """flash_spec(faults)'s drive, torn down after; yields its kernel name."""
+    device = lab_up(flash_spec(faults)).disks[0].device
     try:
         yield device.removeprefix("/dev/")
     finally:
@@ -64,16 +67,17 @@ def flash_drive(faults: str = "") -> Iterator[str]:
 
 @pytest.fixture
 def disk(state: Path) -> Iterator[str]:
-    """A sound drive (its server is killed by the test)."""
+    """A sound drive (its server is killed, or its loop device detached, by the test)."""
     with flash_drive() as name:
         yield name
 
 
-@pytest.fixture
-def bad_disk(state: Path) -> Iterator[str]:
-    """A drive whose region BAD answers EIO."""
-    with flash_drive(BAD) as name:
-        yield name
+@pytest.fixture(scope="module")
+def bad_disk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A drive whose region BAD answers EIO, one for the tests that meet it: each only reads
+    it, and checks that its settings are as it found them."""
+    with module_lab(tmp_path_factory, flash_spec(BAD)) as (lab, _):
+        yield lab.disks[0].device.removeprefix("/dev/")
 
 
 def last_line(text: str) -> str:
@@ -84,26 +88,6 @@ def last_line(text: str) -> str:
 def assert_nothing_to_roll_back(state: Path) -> None:
     undone = iotuner("rollback", state=state)
     assert (undone.returncode, undone.stdout.strip()) == (0, "nothing to roll back")
-
-
-def test_tune_on_a_bad_region_stops_restores_and_writes_no_plan(
-    state: Path, bad_disk: str, tmp_path: Path
-) -> None:
-    disk = bad_disk
-    before = queue_of(disk)
-    plan = tmp_path / "plan.yaml"
-    result = iotuner("tune", "--target", f"/dev/{disk}", "--budget", "3", "--runtime", "1",
-                     "--ramp", "0", "--plan-out", str(plan), state=state)  # fmt: skip
-    line = last_line(result.stderr)
-    print(line)
-    assert result.returncode == 1, result.stderr
-    assert line.startswith(f"iotuner: tune: {disk}: I/O error during trial 1 (baseline) (fio: ")
-    assert "Input/output error" in line
-    assert line.endswith("; settings restored, no plan written")
-    assert queue_of(disk) == before
-    assert not plan.exists()
-    assert not (state / "results" / "tune.json").exists()
-    assert_nothing_to_roll_back(state)
 
 
 @pytest.mark.lab_parallel  # waits for a changed setting, whatever the trials measure
@@ -233,6 +217,26 @@ def test_sweep_whose_loop_device_is_detached_names_the_next_cell(state: Path, di
     assert line.startswith(f"iotuner: sweep: {disk}: device gone during trial 2 (read bs=1M")
     assert line.endswith("; nothing changed, no result saved")
     assert not (state / "results" / "sweep.json").exists()
+
+
+def test_tune_on_a_bad_region_stops_restores_and_writes_no_plan(
+    state: Path, bad_disk: str, tmp_path: Path
+) -> None:
+    disk = bad_disk
+    before = queue_of(disk)
+    plan = tmp_path / "plan.yaml"
+    result = iotuner("tune", "--target", f"/dev/{disk}", "--budget", "3", "--runtime", "1",
+                     "--ramp", "0", "--plan-out", str(plan), state=state)  # fmt: skip
+    line = last_line(result.stderr)
+    print(line)
+    assert result.returncode == 1, result.stderr
+    assert line.startswith(f"iotuner: tune: {disk}: I/O error during trial 1 (baseline) (fio: ")
+    assert "Input/output error" in line
+    assert line.endswith("; settings restored, no plan written")
+    assert queue_of(disk) == before
+    assert not plan.exists()
+    assert not (state / "results" / "tune.json").exists()
+    assert_nothing_to_roll_back(state)
 
 
 def test_sweep_on_a_bad_region_names_the_cell_and_saves_nothing(state: Path, bad_disk: str) -> None:

@@ -60,6 +60,7 @@ def test_a_read_only_job_reads_the_users_own_file(tmp_path: Path, loops: Loops) 
     assert digest(data) == before, "read, never written"
 
 
+@pytest.mark.lab_parallel  # its own loop device; refused before any trial
 def test_a_job_whose_file_is_not_on_the_target_is_refused(tmp_path: Path, loops: Loops) -> None:  # noqa: F811
     if os.geteuid() != 0:
         pytest.skip("needs root")

@@ -1,4 +1,5 @@
-"""Lab tests: a private state directory per test, a safety-net teardown, leftover checks."""
+"""Lab tests: a private state directory per test, a safety-net teardown, leftover checks, and
+one lab for the tests of a module that measure the same devices."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from tuner.lab import lab_down, system, throttle
+from tuner.lab import Lab, LabSpec, lab_down, lab_up, system, throttle
 from tuner.lab.modelled import SOURCES
 from tuner.lab.nbd import processes_using
 from tuner.lab.record import LabRecord, Step, load_record
@@ -37,6 +39,25 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     yield path
     if (path / "lab.json").exists():
         lab_down()
+
+
+@contextmanager
+def module_lab(
+    tmp_path_factory: pytest.TempPathFactory, spec: LabSpec
+) -> Iterator[tuple[Lab, Path]]:
+    """`spec`'s lab and the state directory recording it, for a module's tests that measure or
+    use the same devices and leave them as they found them: brought up once, in a state
+    directory of its own (each test keeps its own `state`), torn down after the module's last
+    test. For module fixtures."""
+    where = tmp_path_factory.mktemp("lab-state")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("IOTUNER_STATE_DIR", str(where))
+        lab = lab_up(spec)
+        try:
+            yield lab, where
+        finally:
+            patch.setenv("IOTUNER_STATE_DIR", str(where))  # a test's own `state` is gone
+            lab_down()
 
 
 def snapshot(state: Path) -> LabRecord:

@@ -55,6 +55,7 @@ def _cpus_of(pid: int) -> set[int]:
     return {cpu for t in psutil.Process(pid).threads() for cpu in os.sched_getaffinity(t.id)}
 
 
+@pytest.mark.lab_parallel  # status and down after a kill, no figure; checked by path
 def test_kill_9_of_one_server_on_the_bus_then_down_leaves_nothing(state: Path) -> None:
     up = iotuner("lab", "up", "three-hdds-one-bus")
     assert up.returncode == 0, up.stderr

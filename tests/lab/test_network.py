@@ -40,11 +40,12 @@ def goodput_mbit(net: LabNetwork) -> float:
 
 
 def ping_rtt_ms(net: LabNetwork, count: int = 20) -> tuple[float, float]:
-    """Mean and deviation of `count` pings from the sender to the receiver (ARP done first)."""
+    """Mean and deviation of `count` pings from the sender to the receiver (ARP done first),
+    0.05 s apart (root may send them that often): a second in all."""
     ping = ["ip", "netns", "exec", net.sender, "ping", "-q", "-n"]
     subprocess.run([*ping, "-c", "1", net.receiver_address], capture_output=True, check=True)
     out = subprocess.run(
-        [*ping, "-c", str(count), "-i", "0.2", net.receiver_address],
+        [*ping, "-c", str(count), "-i", "0.05", net.receiver_address],
         capture_output=True, text=True, check=True, timeout=60,
     ).stdout  # fmt: skip
     match = _RTT.search(out)
@@ -105,7 +106,7 @@ def test_rtt_and_rate_match_the_spec(state: Path) -> None:
     pid = relay_pid(snapshot(state))
     cpu_before, started = cpu_seconds(pid), time.monotonic()
     # cubic holds the path full; the host default bbr halves its window every 10 s (PROBE_RTT).
-    options = TransferOptions(seconds=8, omit=3, congestion="cubic")
+    options = TransferOptions(seconds=4, omit=3, congestion="cubic")
     result = run_transfer(Ends.of_lab(net), options)
     relay_cpu = (cpu_seconds(pid) - cpu_before) / (time.monotonic() - started)
     print(
@@ -126,7 +127,7 @@ def test_small_buffers_cap_throughput_near_window_over_rtt(state: Path) -> None:
     assert spec.network is not None and spec.network.sender.tcp_wmem is not None
     lab = lab_up(spec)
     assert lab.network is not None
-    result = run_transfer(Ends.of_lab(lab.network), TransferOptions(seconds=6, omit=2))
+    result = run_transfer(Ends.of_lab(lab.network), TransferOptions(seconds=3, omit=2))
     # The sender may keep at most tcp_wmem[2] bytes (data and overhead) unacknowledged.
     window = spec.network.sender.tcp_wmem[2]
     ceiling = window * 8 / (lab.network.rtt_ms / 1000) / 1e6
@@ -193,8 +194,8 @@ def test_disk_to_memory_is_capped_by_the_source_disk(state: Path) -> None:
         os.fsync(out.fileno())
         os.posix_fadvise(out.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)  # read from the disk
     ends = Ends.of_lab(lab.network)
-    memory = run_transfer(ends, TransferOptions(seconds=5, omit=2))
-    disk = run_transfer(ends, TransferOptions(seconds=5, omit=2, send_file=str(source)))
+    memory = run_transfer(ends, TransferOptions(seconds=3, omit=2))
+    disk = run_transfer(ends, TransferOptions(seconds=3, omit=2, send_file=str(source)))
     print(f"\nwan-disk: memory to memory {memory.received_mbit:.1f} Mbit/s, disk to memory "
           f"{disk.received_mbit:.1f} (the disk reads 80 Mbit/s)")  # fmt: skip
     assert disk.kind == "disk-to-memory"
@@ -297,7 +298,7 @@ def test_throughput_follows_the_window_until_it_exceeds_the_bdp(state: Path) -> 
     measured = []
     for window in (131072, 262144, 8 << 20):
         in_ns(net.sender, "sysctl", "-q", "-w", f"net.ipv4.tcp_wmem=4096 16384 {window}")
-        options = TransferOptions(seconds=3, omit=1, congestion="cubic")
+        options = TransferOptions(seconds=2, omit=1, congestion="cubic")
         measured.append((window, run_transfer(Ends.of_lab(net), options).received_mbit))
     print("\nshort: " + ", ".join(f"window {w} B ({w / bdp:.2f} BDP): {m:.1f} Mbit/s of "
                                   f"{min(w * 8 / net.rtt_ms / 1e3, goodput_mbit(net)):.1f}"

@@ -45,6 +45,7 @@ def _used(name: str) -> dict[str, str]:
     return read_queue(Tunables(), name)
 
 
+@pytest.mark.lab_parallel  # its own loop device and journal; no figure
 def test_a_reset_is_journaled_and_kept(state: Path) -> None:
     with loop_device() as name:
         found = _used(name)
@@ -63,6 +64,7 @@ def test_a_reset_is_journaled_and_kept(state: Path) -> None:
         assert read_queue(Tunables(), name) == now
 
 
+@pytest.mark.lab_parallel  # its own loop device and journal; no figure
 def test_a_reset_killed_midway_is_rolled_back(state: Path) -> None:
     with loop_device() as name:
         found = _used(name)

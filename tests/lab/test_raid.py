@@ -8,14 +8,15 @@ import json
 import os
 import signal
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.lab.conftest import assert_no_server_left, direct_round_trip, snapshot
+from tests.lab.conftest import assert_no_server_left, direct_round_trip, module_lab, snapshot
 from tests.lab.fio import fio_job
-from tuner.lab import lab_down, lab_up, load_spec
+from tuner.lab import Lab, lab_down, lab_up, load_spec
 from tuner.lab.modelled import SOURCES
 from tuner.lab.nbd import PLUGIN_CFLAGS
 from tuner.lab.raid import RaidModel, RaidStats, member_commands, read_stats, small_write_s
@@ -25,13 +26,23 @@ pytestmark = pytest.mark.lab
 KIB, MIB = 1 << 10, 1 << 20
 
 
-def test_small_writes_cost_four_member_commands_full_stripes_no_read(state: Path) -> None:
-    lab = lab_up(load_spec("raid5"))
+@pytest.fixture(scope="module")
+def raid5(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lab, Path]]:
+    """The built-in `raid5` and its state directory, for the tests that count and stream on
+    it: each measures its own requests (the stats as a difference), none needs it fresh."""
+    with module_lab(tmp_path_factory, load_spec("raid5")) as shared:
+        yield shared
+
+
+def test_small_writes_cost_four_member_commands_full_stripes_no_read(
+    raid5: tuple[Lab, Path],
+) -> None:
+    lab, where = raid5
     disk = lab.disks[0]
     model = disk.model
     assert isinstance(model, RaidModel)
     assert len(lab.disks) == 1  # the members are no block devices: the controller hides them
-    stats = Path(f"/dev/shm/iotuner-lab-{snapshot(state).lab_id}/{disk.name}.stats")
+    stats = Path(f"/dev/shm/iotuner-lab-{snapshot(where).lab_id}/{disk.name}.stats")
 
     def counted(rw: str, block: str, depth: int, *extra: str) -> tuple[dict[str, Any], RaidStats]:
         before = read_stats(stats)
@@ -82,16 +93,18 @@ def test_the_set_keeps_what_is_written_across_its_units_and_down_removes_it(
     assert_no_server_left(record)  # and with the directory, the data and stats files
 
 
-def test_streams_whose_parity_splits_a_members_pieces_keep_flowing(state: Path) -> None:
+def test_streams_whose_parity_splits_a_members_pieces_keep_flowing(
+    raid5: tuple[Lab, Path],
+) -> None:
     """A 512 KiB piece of a 1 MiB read spans three stripes: a member that holds parity in the
     middle one gets two commands of one request. At depth 8 the drive, freed by the first,
     often chose the second while its owner had already passed it over and waited for a
     wake-up that went to no one, holding the drive: the set stopped for good (hdd_model.h's
     run_commands). fio then cannot even be killed until its I/O ends, so on a hang the test
     kills the server, which fails the I/O, and then fails."""
-    lab = lab_up(load_spec("raid5"))
+    lab, where = raid5
     device = lab.disks[0].device
-    (server,) = [s for s in snapshot(state).steps if s.kind == "server"]
+    (server,) = [s for s in snapshot(where).steps if s.kind == "server"]
     for depth in (4, 8, 16, 8, 16):  # the old hang came in 3 of 4 runs of the first three
         reader = subprocess.Popen(
             ["fio", "--name=j", f"--filename={device}", "--rw=read", "--bs=1M",

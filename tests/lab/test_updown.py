@@ -122,6 +122,7 @@ def test_user_spec_with_a_file_system(state: Path, tmp_path: Path, fs: str) -> N
     assert_nothing_left(record)
 
 
+@pytest.mark.lab_parallel  # refused before any lab, loop device or setting
 def test_malformed_spec_file_exits_2(state: Path, tmp_path: Path) -> None:
     spec = tmp_path / "bad.yaml"
     spec.write_text(

@@ -15,7 +15,9 @@ from tests.trials.conftest import Loops
 from tuner.errors import BadInput
 from tuner.trials.safety import check_disposable, check_scratch_directory, exclusive_writes
 
-pytestmark = pytest.mark.lab
+# Each test's own loop devices, file systems and mounts (tests/trials/conftest.py); refusals
+# and exclusive opens, no figure or time: beside other tests (lab_parallel).
+pytestmark = [pytest.mark.lab, pytest.mark.lab_parallel]
 
 
 def refusal(device: str) -> str:

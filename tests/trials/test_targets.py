@@ -17,6 +17,7 @@ WORKLOADS = {w.name: w for w in load_rule_base().workloads}
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own loop device; refusals and files, no figure
 def test_a_device_is_read_only_unless_named_disposable(loops: Loops) -> None:
     device = loops.loop(64 << 20)
     name = device.removeprefix("/dev/")
@@ -27,6 +28,7 @@ def test_a_device_is_read_only_unless_named_disposable(loops: Loops) -> None:
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own loop device; refusals and files, no figure
 def test_destroy_data_on_a_device_with_data_is_refused(loops: Loops) -> None:
     device = loops.loop(64 << 20)
     subprocess.run(["mkfs.ext4", "-q", "-F", device], check=True)
@@ -36,6 +38,7 @@ def test_destroy_data_on_a_device_with_data_is_refused(loops: Loops) -> None:
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own loop device; refusals and files, no figure
 def test_a_write_workload_on_a_read_only_device_is_refused_before_any_io(loops: Loops) -> None:
     target = TrialTarget.device(loops.loop(64 << 20))
     with pytest.raises(BadInput, match="workload stream-write writes \\(rw=write\\)"):
@@ -45,6 +48,7 @@ def test_a_write_workload_on_a_read_only_device_is_refused_before_any_io(loops: 
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own loop device; refusals and files, no figure
 def test_the_scratch_file_is_written_once_then_removed(loops: Loops) -> None:
     point = loops.mkfs_mount(loops.loop(128 << 20))
     with TrialTarget.scratch(point, 16 << 20) as target:
@@ -64,6 +68,7 @@ def test_the_scratch_file_is_written_once_then_removed(loops: Loops) -> None:
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own loop device; refusals and files, no figure
 def test_the_scratch_file_is_removed_when_the_trial_fails(loops: Loops) -> None:
     point = loops.mkfs_mount(loops.loop(128 << 20))
     with pytest.raises(RuntimeError), TrialTarget.scratch(point, 8 << 20) as target:

@@ -289,6 +289,7 @@ def loop_settings(loop: str) -> tuple[str, ...]:
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own loop device and journal; values, no figure or time
 def test_kill_9_then_rollback_puts_every_value_back(state: Path, loop: str) -> None:
     settings = loop_settings(loop)
     before = read_all("/", settings)
@@ -304,6 +305,7 @@ def test_kill_9_then_rollback_puts_every_value_back(state: Path, loop: str) -> N
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own loop device and journal; values, no figure or time
 @pytest.mark.parametrize("after_s", [0.05, 0.2, 0.5])
 def test_kill_9_in_the_middle_of_trials(state: Path, loop: str, after_s: float) -> None:
     """A tune applies and restores over and over; wherever SIGKILL lands, rollback recovers."""
@@ -319,6 +321,7 @@ def test_kill_9_in_the_middle_of_trials(state: Path, loop: str, after_s: float) 
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own loop device and journal; values, no figure or time
 @pytest.mark.parametrize(("signo", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_sigterm_and_ctrl_c_restore_by_themselves(
     state: Path, loop: str, signo: int, code: int
@@ -428,6 +431,7 @@ def test_kill_9_then_a_detach_then_rollback_puts_the_free_devices_values_back(
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own namespace and journal; the host's value only read
 def test_kill_9_then_rollback_puts_a_namespace_value_back(state: Path) -> None:
     """The journal keeps the netns:NAME target; rollback enters the namespace again."""
     key = "net.ipv4.tcp_rmem"
@@ -473,6 +477,7 @@ def test_rollback_from_another_namespace_leaves_both_alone(state: Path) -> None:
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own namespace and journal
 def test_a_namespace_made_again_under_its_name_is_not_the_one_changed(state: Path) -> None:
     """`ip netns delete` and `add` of the same name give a new namespace with the kernel's
     defaults: the old one's original is not written into it."""
@@ -492,6 +497,7 @@ def test_a_namespace_made_again_under_its_name_is_not_the_one_changed(state: Pat
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own namespace and journal
 def test_a_namespace_deleted_after_kill_9_is_closed_as_gone(state: Path) -> None:
     """Deleting the namespace took its value with it: nothing is left to restore."""
     with network_namespace() as name:

@@ -181,6 +181,7 @@ def loop() -> Iterator[str]:
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own loop device and configuration root; no figure
 def test_suite_fails_before_and_passes_after(loop: str, tmp_path: Path) -> None:
     plan = plan_of(
         PlanEntry("block.read_ahead_kb", loop, 4093),  # the kernel keeps 4092
@@ -218,6 +219,7 @@ def test_suite_fails_before_and_passes_after(loop: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own loop device and configuration root; no figure
 def test_verify_command(loop: str, tmp_path: Path) -> None:
     conf = tmp_path / "conf"
     conf.mkdir()
