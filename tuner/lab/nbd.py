@@ -90,9 +90,11 @@ def start(cmd: list[str], log: Path, pidfile: Path, what: str) -> int:
     """Start `cmd` in its own session (it outlives iotuner); the pid it writes once ready.
 
     LabError with the last line of the process's log if it fails or is not ready in time, or
-    naming the packages if a program `cmd` runs (taskset, then `what`) is not installed.
+    naming the packages if a program `cmd` runs (taskset and the one it starts) is not installed.
     """
-    for program in dict.fromkeys((cmd[0], what)):
+    # taskset (on_cpu) runs the command after its CPU list: both must be there.
+    programs = [cmd[0], cmd[3]] if cmd[0] == "taskset" else [cmd[0]]
+    for program in programs:
         if shutil.which(program) is None:
             raise system.LabError(
                 f"{what}: {program} not found (modelled disks need {PACKAGES}; scripts/setup "
