@@ -528,8 +528,10 @@ def table(results: Sequence[RowResult]) -> str:
         ratio = "-" if r.ratio is None else f"{r.ratio:.3f}"
         if r.never_worse is None:
             worse = "-"
+        elif not r.chosen:
+            worse = "kept"
         else:
-            worse = "yes" if r.chosen and r.never_worse else "NO" if r.chosen else "kept"
+            worse = "yes" if r.never_worse else "NO"
         holds = "yes" if r.holds else f"**NO**: {r.cause or _cause(r)}"
         claim = f"x{r.claimed:.3f} ({r.ci[0]:.3f}-{r.ci[1]:.3f})" if r.chosen else "x1 (kept)"
         tuned = "-" if r.versus_tuned is None else f"x{r.versus_tuned:.3f}"

@@ -31,6 +31,8 @@ import sys
 from functools import partial
 from pathlib import Path
 
+import psutil
+
 from benchmarks.lab_measure import fio, with_cpu
 
 DEFAULT_STATE = "/tmp/iotuner-bench-hdd-state"
@@ -75,18 +77,18 @@ def main(argv: list[str] | None = None) -> int:
             read = fio(disk.device, "randread", "4k", depth, args.seconds)
             print(f"depth {depth}: {read['iops']:.1f} IOPS")
         span = 256 * MIB
-        for name, offset in (("outer", 0), ("inner", disk.size_bytes - span)):
+        zones = {"outer": 0, "inner": disk.size_bytes - span}
+        streams = {name: partial(fio, disk.device, "read", "1M", 4, args.seconds,
+                                 f"--offset={offset}", f"--size={span}")
+                   for name, offset in zones.items()}  # fmt: skip
+        for name, offset in zones.items():
             model = stream_mbps(disk.model, disk.size_bytes, offset, span)
-            stream = partial(fio, disk.device, "read", "1M", 4, args.seconds,
-                             f"--offset={offset}", f"--size={span}")  # fmt: skip
-            read, used = with_cpu(pids, args.seconds, stream)
+            read, used = with_cpu(pids, args.seconds, streams[name])
             mbps = read["bw_bytes"] / 1e6
             print(f"sequential 1 MiB reads, {name} 256 MiB: {mbps:.1f} MB/s (model {model:.1f}),"
                   f" server CPU {used * 100:.1f} % of one core (nbdkit + nbdfuse)")  # fmt: skip
-        outer = partial(fio, disk.device, "read", "1M", 4, args.seconds, "--offset=0",
-                        f"--size={span}")  # fmt: skip
-        pinned = ",".join(sorted({_cpus(pid) for pid in pids}))
-        every = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
+        pinned = _cpu_list({c for pid in pids for c in psutil.Process(pid).cpu_affinity()})
+        every = _cpu_list(os.sched_getaffinity(0))
         shares: dict[str, list[float]] = {"one CPU": [], "every CPU": []}
         for run in range(args.repeats * 2):
             where = "one CPU" if run % 2 == 0 else "every CPU"
@@ -94,12 +96,12 @@ def main(argv: list[str] | None = None) -> int:
                 subprocess.run(["taskset", "--all-tasks", "--cpu-list", "-p",
                                 pinned if where == "one CPU" else every, str(pid)],
                                check=True, capture_output=True)  # fmt: skip
-            read, used = with_cpu(pids, args.seconds, outer)
+            read, used = with_cpu(pids, args.seconds, streams["outer"])
             shares[where].append(used / (read["bw_bytes"] / 1e6))
             print(f"outer stream, servers on {where} ({pinned if where == 'one CPU' else every}):"
                   f" {read['bw_bytes'] / 1e6:.1f} MB/s, server CPU {used * 100:.1f} %")  # fmt: skip
         one, free = (statistics.fmean(shares[k]) for k in ("one CPU", "every CPU"))
-        rate = stream_mbps(disk.model, disk.size_bytes, 0, span)
+        rate = stream_mbps(disk.model, disk.size_bytes, zones["outer"], span)
         print(f"server CPU per 100 MB/s: on one CPU {one * 1e4:.1f} %, on every CPU"
               f" {free * 1e4:.1f} % (one / every {one / free:.3f}); at the model's outer"
               f" rate, {rate:.1f} MB/s: {one * rate * 100:.1f} % and"
@@ -107,12 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _cpus(pid: int) -> str:
-    """The CPU list `pid` may run on, from /proc/PID/status."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("Cpus_allowed_list:"):
-            return line.split(":", 1)[1].strip()
-    raise RuntimeError(f"pid {pid}: no Cpus_allowed_list")
+def _cpu_list(cpus: set[int]) -> str:
+    """CPUs as taskset's --cpu-list takes them."""
+    return ",".join(str(c) for c in sorted(cpus))
 
 
 if __name__ == "__main__":

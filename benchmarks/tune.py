@@ -49,7 +49,6 @@ from tuner.search.replay import Landscape
 
 LABS = ("single-disk", "three-disks-one-bus", "stripe")
 WORKLOADS = ("stream-read", "stream-write")
-SYSCTLS = DIRTY_SYSCTLS
 DEFAULT_STATE = "/tmp/iotuner-bench-tune-state"
 
 
@@ -303,7 +302,7 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 def read_sysctls() -> dict[str, str]:
     """The vm writeback sysctls, to check that the run left them as it found them."""
-    return {name: Path(f"/proc/sys/vm/{name}").read_text().strip() for name in SYSCTLS}
+    return {name: Path(f"/proc/sys/vm/{name}").read_text().strip() for name in DIRTY_SYSCTLS}
 
 
 # -- output -------------------------------------------------------------------------------

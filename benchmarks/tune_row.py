@@ -37,7 +37,6 @@ MiB = 1 << 20
 # the stripe's 300 MB/s (pagecache.data_set_bytes) without starting over.
 STRIPE_READ_BYTES = 2048 * MiB
 SETTINGS = ("defaults", "tuned", "iotuner", "grid")
-TUNED_READAHEAD_KB = tuned_profile.READAHEAD_KB
 TUNED_VM = {(f"vm.{name}", HOST): value for name, value in tuned_profile.DIRTY_RATIOS.items()}
 
 Setting = tuple[str, str]
@@ -132,7 +131,7 @@ def tuned_settings(target: TrialTarget, engine: TunableEngine) -> Settings:
     settings: Settings = {}
     for device in target.devices:
         current = int(str(engine.tunables.read("block.read_ahead_kb", device)))
-        settings[("block.read_ahead_kb", device)] = max(current, TUNED_READAHEAD_KB)
+        settings[("block.read_ahead_kb", device)] = max(current, tuned_profile.READAHEAD_KB)
     settings.update(TUNED_VM)
     return settings
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tuner.lab.nbd import on_cpu, server_cpu, start
+from tuner.lab.nbd import server_cpu, start
 from tuner.lab.system import LabError
 
 
@@ -19,8 +19,8 @@ def test_disks_take_the_cpus_from_the_last_down_and_wrap_round() -> None:
 
 
 def test_a_server_not_installed_is_named_with_the_packages(tmp_path: Path) -> None:
-    cmd = on_cpu(0, ["iotuner-no-such-server", "--unix", str(tmp_path / "s")])
+    cmd = ["iotuner-no-such-server", "--unix", str(tmp_path / "s")]
     with pytest.raises(LabError, match=r"^iotuner-no-such-server: iotuner-no-such-server not "
                        r"found \(modelled disks need .*util-linux; scripts/setup"):  # fmt: skip
-        start(cmd, tmp_path / "log", tmp_path / "pid", "iotuner-no-such-server")
+        start(cmd, tmp_path / "log", tmp_path / "pid", "iotuner-no-such-server", cpu=0)
     assert not (tmp_path / "log").exists()  # refused before anything ran

@@ -154,9 +154,10 @@ class _Builder:
         buses = tuple(self.bus(b) for b in self.spec.buses)
         mounts = {b.name: Path(b.mountpoint) for b in buses}
         words = {b.name: b.device for b in buses if b.mountpoint == ""}
-        modelled = [d.name for d in self.spec.disks if d.model]
+        modelled = (d.name for d in self.spec.disks if d.model)
+        cpus = {name: nbd.server_cpu(index) for index, name in enumerate(modelled)}
         disks = tuple(
-            self.modelled(d, words.get(d.bus or ""), nbd.server_cpu(modelled.index(d.name)))
+            self.modelled(d, words.get(d.bus or ""), cpus[d.name])
             if d.model
             else self.disk(d, mounts.get(d.bus or ""))
             for d in self.spec.disks
@@ -247,7 +248,7 @@ class _Builder:
         step = self.record.intend(Step("server", str(socket), label=disk.name))
         pidfile = self.shm / f"{disk.name}.nbdkit.pid"
         command = nbd.server_command(disk.model, disk.size_bytes, data, socket, pidfile, bus)
-        pid = nbd.start(nbd.on_cpu(cpu, command), log, pidfile, "nbdkit")
+        pid = nbd.start(command, log, pidfile, "nbdkit", cpu)
         self.record.finish(step, detail={"pid": pid})
         mountpoint = self.run / "nbd" / disk.name
         mountpoint.mkdir(mode=0o755, parents=True)
@@ -256,8 +257,8 @@ class _Builder:
         )
         fuse_file = mountpoint / nbd.FUSE_FILE
         pidfile = self.shm / f"{disk.name}.nbdfuse.pid"
-        command = nbd.on_cpu(cpu, nbd.fuse_command(socket, mountpoint, pidfile))
-        pid = nbd.start(command, log, pidfile, "nbdfuse")
+        command = nbd.fuse_command(socket, mountpoint, pidfile)
+        pid = nbd.start(command, log, pidfile, "nbdfuse", cpu)
         self.record.finish(step, detail={"pid": pid})
         device = self.loop(fuse_file, disk.name, direct_io=True)
         refused = write_queue(self.engine, device, MODEL_QUEUES[disk.model.kind])

@@ -81,25 +81,21 @@ def server_cpu(index: int) -> int:
     return cpus[-1 - index % len(cpus)]
 
 
-def on_cpu(cpu: int, cmd: list[str]) -> list[str]:
-    """`cmd` started on `cpu` alone (util-linux taskset); the threads it makes inherit it."""
-    return ["taskset", "--cpu-list", str(cpu), *cmd]
-
-
-def start(cmd: list[str], log: Path, pidfile: Path, what: str) -> int:
-    """Start `cmd` in its own session (it outlives iotuner); the pid it writes once ready.
+def start(cmd: list[str], log: Path, pidfile: Path, what: str, cpu: int | None = None) -> int:
+    """Start `cmd` in its own session (it outlives iotuner), on `cpu` alone when given
+    (util-linux taskset; the threads it makes inherit it); the pid it writes once ready.
 
     LabError with the last line of the process's log if it fails or is not ready in time, or
-    naming the packages if a program `cmd` runs (taskset and the one it starts) is not installed.
+    naming the packages if a program it needs (`cmd`'s, and taskset for `cpu`) is not installed.
     """
-    # taskset (on_cpu) runs the command after its CPU list: both must be there.
-    programs = [cmd[0], cmd[3]] if cmd[0] == "taskset" else [cmd[0]]
-    for program in programs:
+    for program in (cmd[0], *(["taskset"] if cpu is not None else [])):
         if shutil.which(program) is None:
             raise system.LabError(
                 f"{what}: {program} not found (modelled disks need {PACKAGES}; scripts/setup "
                 "installs them)"
             )
+    if cpu is not None:
+        cmd = ["taskset", "--cpu-list", str(cpu), *cmd]
     with open(log, "ab") as out:
         try:
             proc = subprocess.Popen(
