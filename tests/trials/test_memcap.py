@@ -12,9 +12,12 @@ import pytest
 
 from tests.trials.conftest import Loops
 from tuner.rules.model import Workload
-from tuner.trials import TrialTarget, run_trial
+from tuner.trials import TrialTarget, dataset, run_trial
+from tuner.trials import trial as trial_module
 from tuner.trials.dataset import CacheModel
-from tuner.trials.memcap import PREFIX, backend
+from tuner.trials.flags import OUT_OF_MEMORY
+from tuner.trials.memcap import PREFIX, MemoryCap, backend
+from tuner.tune.guards import SKIP, policy
 
 pytestmark = pytest.mark.lab
 MiB = 1 << 20
@@ -98,3 +101,35 @@ def test_the_trials_page_cache_stays_under_production_share(loops: Loops) -> Non
     control = run_trial(target, RANDOM, None, runtime_s=2, ramp_s=0)
     assert control.cache_limit_bytes is None
     assert cached_bytes(path) > 1.5 * limit
+
+
+def test_a_trial_killed_for_memory_is_set_aside_with_its_cause(
+    loops: Loops, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A point whose reads at once do not fit beside production's cache share gets fio killed
+    by the kernel in the trial's cgroup (seen on the lab: a wide readahead under a 75 MiB
+    cgroup). The trial is set aside with that cause, not a tune-ending "fio failed: no
+    message", and its cgroup is gone. Here the cache's floor and fio's own allowance are taken
+    away, so fio's start does not fit in 1 MiB: the kernel's kill is real, only provoked."""
+    monkeypatch.setattr(dataset, "MIN_CACHE_BYTES", 0)
+    monkeypatch.setattr(trial_module, "FIO_OVERHEAD_BYTES", 0)
+    monkeypatch.setattr(trial_module, "HEADROOM", 0)
+    path = data_file(loops, 256 * MiB)
+    model = CacheModel(data_set_bytes=2 << 30, cache_bytes=8 * MiB)
+    with CgroupWatch() as watch:
+        result = run_trial(TrialTarget.file(path), RANDOM, None, runtime_s=1, ramp_s=0,
+                           cache=model)  # fmt: skip
+    assert [flag.kind for flag in result.flags] == [OUT_OF_MEMORY], result.flagged
+    assert result.flagged is not None and "killed fio for memory" in result.flagged
+    assert policy(result.flags) == SKIP, "the search is told nothing of it"
+    assert watch.seen, "the trial ran in its cgroup"
+    assert not list(watch.root.glob(f"{PREFIX}{os.getpid()}-*")), "the trial's cgroup is removed"
+
+
+def test_a_cgroup_counts_the_kernels_kills(tmp_path: Path) -> None:
+    """oom_kills reads the kernel's count from either cgroup version's file."""
+    (tmp_path / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n")
+    (tmp_path / "memory.events").write_text("low 0\nhigh 0\nmax 9\noom 3\noom_kill 1\n")
+    assert MemoryCap(tmp_path, 1, 1 << 20).oom_kills() == 2
+    assert MemoryCap(tmp_path, 2, 1 << 20).oom_kills() == 1
+    assert MemoryCap(tmp_path / "gone", 1, 1 << 20).oom_kills() == 0

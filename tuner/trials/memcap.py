@@ -80,6 +80,12 @@ class MemoryCap:
         except (OSError, ValueError, IndexError):
             return None
 
+    def oom_kills(self) -> int:
+        """Processes the kernel has killed for memory in this cgroup (the `oom_kill` count of
+        v1 memory.oom_control, v2 memory.events; 0 where the kernel does not count them)."""
+        name = "memory.oom_control" if self.version == 1 else "memory.events"
+        return _stat(self.path / name).get("oom_kill", 0)
+
     def set_limit(self, limit_bytes: int) -> None:
         """Move the cgroup's limit (the kernel reclaims page cache to meet a lower one); a
         limit the kernel refuses (it could not reclaim enough yet) is left for the next try."""

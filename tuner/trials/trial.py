@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import shutil
 import time
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from probes.host_root import live_host
-from tuner.errors import BadInput
+from tuner.errors import BadInput, IotunerError
 from tuner.rules.model import Workload
 from tuner.topology.model import Topology
 from tuner.trials import pagecache
@@ -36,7 +37,7 @@ from tuner.trials.fio import (
     trial_options,
     writes,
 )
-from tuner.trials.flags import CUT_SHORT, DATA_SET, Flag, joined
+from tuner.trials.flags import CUT_SHORT, DATA_SET, OUT_OF_MEMORY, Flag, joined
 from tuner.trials.memcap import FIO_OVERHEAD_BYTES, CacheHold, MemoryCap, memory_cap
 from tuner.trials.safety import exclusive_writes
 from tuner.trials.settle import MAX_SETTLE_S, MIN_SETTLE_S, needed_ramp, unsettled
@@ -110,7 +111,8 @@ def run_trial(
     the trial may move (io_cap_share); a capped trial that ends early reports fio's bytes
     over fio's own time, so its MB/s stay true. `cache`: production's data set and page
     cache; a buffered reader whose data set production cannot cache whole runs in a memory
-    cgroup holding the same share of the trial's data (dataset.py, memcap.py).
+    cgroup holding the same share of the trial's data (dataset.py, memcap.py); a point the
+    kernel kills fio for in that cgroup comes back set aside (flagged out-of-memory), no figures.
     """
     started = time.monotonic()
     options = trial_options(workload.fio, app)
@@ -134,38 +136,44 @@ def run_trial(
     # (settle.py).
     settle_bytes = limit if limit is not None and is_random(options) else None
     device_writes = target.path if writes(options) and not target.is_scratch else None
-    with ExitStack() as stack:
-        cap, hold = None, None
-        if limit is not None:
-            cap = stack.enter_context(memory_cap(limit + _fio_overhead(options)))
-            hold = stack.enter_context(CacheHold(cap, limit, _io_buffers(options) + HEADROOM))
-        if cap is not None and settle_bytes is not None:
-            # A full cache first: the ramp then only has to turn it over, not fill it.
-            _warm_up(target, workload, min(settle_bytes + WARM_BEYOND, region), cap, timeout)
-            ramp_s = max(ramp_s, MIN_SETTLE_S)
-        stack.enter_context(os_faults(target.path, target.devices))
-        stack.enter_context(exclusive_writes(device_writes))
-        not_settled = None
-        for again in (False, True):
-            text = job_text(options, runtime_s=runtime_s, ramp_s=ramp_s, title=workload.name,
-                            io_size=io_size, keep_cache=settle_bytes is not None,
-                            **placement)  # fmt: skip
-            with Sampler((*target.devices, *lower)) as sampler:
-                doc = run_fio(text, timeout_s=3 * (runtime_s + ramp_s) + 120, what=target.path,
-                              preexec=cap.joiner() if cap is not None else None,
-                              devices=target.devices)  # fmt: skip
-            fio = parse_result(doc)
-            start, end = _window(doc, fio.runtime_s, sampler)
-            moved = sampler.between(start, end, target.devices)
-            if settle_bytes is None:
-                break
-            ramp_read = sampler.between(sampler.times[0], start, target.devices).read_bytes
-            longer = needed_ramp(settle_bytes, ramp_read, start - sampler.times[0],
-                                 moved.read_bytes, end - start, fio.read_bytes)  # fmt: skip
-            not_settled = None if longer is None else unsettled(settle_bytes, ramp_read, ramp_s)
-            if longer is None or again or longer > MAX_SETTLE_S:
-                break
-            ramp_s = longer
+    try:
+        with ExitStack() as stack:
+            cap, hold = None, None
+            if limit is not None:
+                cap = stack.enter_context(memory_cap(limit + _fio_overhead(options)))
+                stack.enter_context(_killed_for_memory(cap, limit))
+                hold = stack.enter_context(CacheHold(cap, limit, _io_buffers(options) + HEADROOM))
+            if cap is not None and settle_bytes is not None:
+                # A full cache first: the ramp then only has to turn it over, not fill it.
+                _warm_up(target, workload, min(settle_bytes + WARM_BEYOND, region), cap, timeout)
+                ramp_s = max(ramp_s, MIN_SETTLE_S)
+            stack.enter_context(os_faults(target.path, target.devices))
+            stack.enter_context(exclusive_writes(device_writes))
+            not_settled = None
+            for again in (False, True):
+                text = job_text(options, runtime_s=runtime_s, ramp_s=ramp_s, title=workload.name,
+                                io_size=io_size, keep_cache=settle_bytes is not None,
+                                **placement)  # fmt: skip
+                with Sampler((*target.devices, *lower)) as sampler:
+                    doc = run_fio(text, timeout_s=3 * (runtime_s + ramp_s) + 120, what=target.path,
+                                  preexec=cap.joiner() if cap is not None else None,
+                                  devices=target.devices)  # fmt: skip
+                fio = parse_result(doc)
+                start, end = _window(doc, fio.runtime_s, sampler)
+                moved = sampler.between(start, end, target.devices)
+                if settle_bytes is None:
+                    break
+                ramp_read = sampler.between(sampler.times[0], start, target.devices).read_bytes
+                longer = needed_ramp(settle_bytes, ramp_read, start - sampler.times[0],
+                                     moved.read_bytes, end - start, fio.read_bytes)  # fmt: skip
+                not_settled = None if longer is None else unsettled(settle_bytes, ramp_read, ramp_s)
+                if longer is None or again or longer > MAX_SETTLE_S:
+                    break
+                ramp_s = longer
+    except KilledForMemory as killed:
+        return TrialResult(mbps=0.0, iops=0.0, p99_latency_us=None, fio_bytes=0, device_bytes=0,
+                           seconds=time.monotonic() - started, flags=(killed.flag,),
+                           cache_limit_bytes=limit, ramp_s=ramp_s)  # fmt: skip
     # A capped trial may end before its runtime by design: not a data set read through.
     full_runtime = runtime_s if io_size is None else 0.0
     found = [
@@ -212,6 +220,35 @@ def _warm_up(
         f"offset={start}", f"size={size}", "[warm]",
     ]) + "\n"  # fmt: skip
     run_fio(text, timeout_s=timeout, what=target.path, preexec=cap.joiner(), devices=target.devices)
+
+
+class KilledForMemory(Exception):
+    """fio (the trial's or its warm-up's) was killed for memory in the trial's cgroup."""
+
+    def __init__(self, flag: Flag) -> None:
+        super().__init__(flag.message)
+        self.flag = flag
+
+
+@contextmanager
+def _killed_for_memory(cap: MemoryCap, cache_bytes: int) -> Iterator[None]:
+    """Turns fio's failure into KilledForMemory when the kernel killed it for memory in `cap`
+    (fio then fails with no message of its own): the point's reads at once (readahead, fio's
+    buffers) did not fit beside production's cache share, which says nothing of the device.
+    Entered after the cgroup, so its count is read before the cgroup is removed."""
+    try:
+        yield
+    except IotunerError:
+        if not cap.oom_kills():
+            raise
+        raise KilledForMemory(
+            Flag(
+                OUT_OF_MEMORY,
+                f"the kernel killed fio for memory in the trial's {human_bytes(cap.limit_bytes)} "
+                f"cgroup ({human_bytes(cache_bytes)} of page cache, production's share, and "
+                "fio's own): this point reads more at once than that leaves room for",
+            )
+        ) from None
 
 
 def _cache_share(

@@ -10,8 +10,8 @@ sample); what the optimiser is told depends on why:
   learns the region is no better than that and searches elsewhere, instead of chasing the
   largest figures of the tune (which is how a x432 "gain" from a cached mmap reader won);
 - the point could not be measured as set up (a data set read through too early, a page cache
-  that had not settled within the longest ramp): told nothing; the optimiser never asks the
-  same point again.
+  that had not settled within the longest ramp, fio killed for memory in the trial's cgroup):
+  told nothing; the optimiser never asks the same point again.
 
 One flag only informs: a trial the I/O cap (`--io-cap`) ended early reports fio's bytes over
 fio's own time, the device's figure over a shorter window; it is kept as measured.
@@ -30,6 +30,7 @@ from tuner.trials.flags import (
     CACHES_KEPT,
     CUT_SHORT,
     DATA_SET,
+    OUT_OF_MEMORY,
     PAGE_CACHE,
     READAHEAD,
     UNSETTLED,
@@ -52,6 +53,7 @@ POLICY = {
     READAHEAD: PENALISE,
     DATA_SET: SKIP,
     UNSETTLED: SKIP,
+    OUT_OF_MEMORY: SKIP,
     CUT_SHORT: KEEP,
 }
 
@@ -66,6 +68,8 @@ HINTS = {
     CUT_SHORT: "raise --io-cap or shorten --runtime",
     UNSETTLED: "raise --ramp until the workload has read its page cache's size before each "
     "window, or give a larger --cache-memory share",
+    OUT_OF_MEMORY: "give the page cache production really leaves (--cache-memory): the trial's "
+    "memory cgroup holds that share of the data set plus fio's own memory, and no more",
 }
 
 
