@@ -159,7 +159,7 @@ def run_trial(
                                   preexec=cap.joiner() if cap is not None else None,
                                   devices=target.devices)  # fmt: skip
                 fio = parse_result(doc)
-                start, end = _window(doc, fio.runtime_s, sampler)
+                start, end = measured_window(doc, fio.runtime_s, sampler, ramp_s)
                 moved = sampler.between(start, end, target.devices)
                 if settle_bytes is None:
                     break
@@ -451,11 +451,17 @@ def _rereads(
     return pagecache.wrapped(fio.read_bytes + ramp.read_bytes, window, region)
 
 
-def _window(doc: dict[str, Any], runtime_s: float, sampler: Sampler) -> tuple[float, float]:
+def measured_window(
+    doc: dict[str, Any], runtime_s: float, sampler: Sampler, ramp_s: float
+) -> tuple[float, float]:
     """fio's measurement window in wall-clock seconds: the runtime before its report time
-    (`timestamp_ms`, written as the jobs end); the whole run when fio gives no time."""
+    (`timestamp_ms`, written as the jobs end); the whole run when fio gives no time, or
+    when there is no ramp (all fio read is in its figures then). The report time can come
+    late: a capped 100 MB trial read in 0.4 s on a loaded CI machine, and a window ending at
+    its report left out a quarter of the device's bytes (flagged "page cache"); without a
+    ramp, nothing before the window is left to leave out."""
     stamp = doc.get("timestamp_ms")
-    if not isinstance(stamp, int | float) or runtime_s <= 0:
+    if not isinstance(stamp, int | float) or runtime_s <= 0 or ramp_s <= 0:
         return sampler.times[0], sampler.times[-1]
     end = min(stamp / 1000, sampler.times[-1])
     return max(end - runtime_s, sampler.times[0]), end
