@@ -33,6 +33,7 @@ FUSE_CONNECTIONS = 16
 SERVER_THREADS = 4
 START_TIMEOUT_S = 60.0
 PACKAGES = "nbdkit, nbdkit-plugin-dev, libnbd-bin, fuse3, gcc, libc6-dev and util-linux"
+MODELLED_NEEDS = f"modelled disks need {PACKAGES}"
 STOP_TIMEOUT_S = 5.0
 FUSE_FILE = "disk"
 
@@ -81,18 +82,25 @@ def server_cpu(index: int) -> int:
     return cpus[-1 - index % len(cpus)]
 
 
-def start(cmd: list[str], log: Path, pidfile: Path, what: str, cpu: int | None = None) -> int:
+def start(
+    cmd: list[str],
+    log: Path,
+    pidfile: Path,
+    what: str,
+    cpu: int | None = None,
+    needs: str = MODELLED_NEEDS,
+) -> int:
     """Start `cmd` in its own session (it outlives iotuner), on `cpu` alone when given
     (util-linux taskset; the threads it makes inherit it); the pid it writes once ready.
 
     LabError with the last line of the process's log if it fails or is not ready in time, or
-    naming the packages if a program it needs (`cmd`'s, and taskset for `cpu`) is not installed.
+    saying what the lab `needs` if a program it runs (`cmd`'s, and taskset for `cpu`) is not
+    installed.
     """
     for program in (cmd[0], *(["taskset"] if cpu is not None else [])):
         if shutil.which(program) is None:
             raise system.LabError(
-                f"{what}: {program} not found (modelled disks need {PACKAGES}; scripts/setup "
-                "installs them)"
+                f"{what}: {program} not found ({needs}; scripts/setup installs them)"
             )
     if cpu is not None:
         cmd = ["taskset", "--cpu-list", str(cpu), *cmd]
@@ -103,8 +111,7 @@ def start(cmd: list[str], log: Path, pidfile: Path, what: str, cpu: int | None =
             )
         except OSError as err:
             raise system.LabError(
-                f"{what}: {err.strerror} (modelled disks need {PACKAGES}; scripts/setup "
-                "installs them)"
+                f"{what}: {err.strerror} ({needs}; scripts/setup installs them)"
             ) from None
     deadline = time.monotonic() + START_TIMEOUT_S
     while (pid := _pid_in(pidfile)) is None:

@@ -34,6 +34,7 @@ INTERFACE = "wan0"
 SENDER_ADDRESS, RECEIVER_ADDRESS = "10.77.0.1", "10.77.0.2"
 NETNS_DIR = Path("/run/netns")
 RELAY = "delayline"
+NEEDS = "the lab network needs iproute2, gcc, libc6-dev and iperf3"
 MIN_BURST = 128 * 1024  # tbf passes a whole 64 KiB GSO frame (with its headers) at once
 MIN_LIMIT = 1 << 20
 LIMIT_S = 0.05  # tbf's queue: 50 ms at the rate
@@ -129,7 +130,7 @@ def _start_relay(spec: NetworkSpec, record: LabRecord, relay: str, workdir: Path
     loss_ppm = round(spec.loss_percent * 10_000)
     command = in_ns(relay, [str(binary), str(pidfile), "in0", "out0", str(delay_us),
                             str(loss_ppm), "1", str(relay_queue_bytes(spec))])  # fmt: skip
-    pid = nbd.start(command, workdir / f"{RELAY}.log", pidfile, RELAY)
+    pid = nbd.start(command, workdir / f"{RELAY}.log", pidfile, RELAY, needs=NEEDS)
     record.finish(step, detail={"pid": pid})
 
 
