@@ -33,17 +33,17 @@ the tune benchmark's modelled devices (hdd-random-32, ssd-mixed, raid5-sync-writ
 raid0-bus-stream, raid0-bus-write, raid0-wide-stream, ssd-mmap-random, hdd-mmap-random) run
 on modelled disks and arrays (nbdkit, docs/lab.md), which do.
 
-State (journal, lab record, the settings TuneD's profile replaced) goes to
-$IOTUNER_STATE_DIR, /tmp/iotuner-bench-claims-state when unset; the labs are torn down after
-their rows, also on Ctrl-C. After a kill -9, `iotuner lab down` and `iotuner rollback --all`
-with the same state directory clean up, and the next run puts back TuneD's writeback
-thresholds before it starts.
+State (journal, lab record) goes to $IOTUNER_STATE_DIR, /tmp/iotuner-bench-claims-state when
+unset; the labs are torn down after their rows, also on Ctrl-C. The plan and TuneD's settings
+are both applied by `iotuner apply`, so after a kill -9 `iotuner lab down` and `iotuner
+rollback` with the same state directory clean up; the next run starts with that rollback.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import statistics
@@ -57,6 +57,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import tuned_profile as tuned_conf
+from tuner.plan import Plan as IotunerPlan
+from tuner.plan import PlanEntry, plan_from_findings, write_plan
+from tuner.tunables.naming import HOST
 
 DEFAULT_STATE = "/tmp/iotuner-bench-claims-state"
 MEMCG = Path("/sys/fs/cgroup/memory")
@@ -311,53 +314,32 @@ def memory_cgroup(limit: int | None) -> Iterator[Path | None]:
                 time.sleep(0.1)
 
 
-def _tuned_saved() -> Path:
-    return Path(os.environ.get("IOTUNER_STATE_DIR", DEFAULT_STATE), "tuned-saved.json")
-
-
-def _put_back(saved: dict[str, str]) -> None:
-    """Write back what tuned_profile saved: the readahead if its device is still there, then
-    the writeback thresholds (a ratio written zeroes its bytes twin and the other way round:
-    ratios first, then whichever bytes were set)."""
-    ra = Path(saved["read_ahead_kb_path"])
-    if ra.exists():
-        ra.write_text(saved["read_ahead_kb"])
-    vm = Path("/proc/sys/vm")
-    for name in tuned_conf.DIRTY_SYSCTLS:
-        if not name.endswith("_bytes") or saved[name] != "0":
-            (vm / name).write_text(saved[name])
-
-
-def restore_leftover_tuned() -> bool:
-    """Put back the host's settings a killed run left in TuneD's profile; True if it did."""
-    saved = _tuned_saved()
-    if not saved.exists():
-        return False
-    _put_back(json.loads(saved.read_text()))
-    saved.unlink()
-    return True
+def tuned_plan(device: str) -> IotunerPlan:
+    """TuneD's throughput-performance settings (benchmarks/tuned_profile.py) for `device` and
+    the host, as an iotuner plan: readahead at least its 4096 KB, its writeback ratios."""
+    name = Path(device).name
+    current = int(Path("/sys/block", name, "queue/read_ahead_kb").read_text())
+    why = "TuneD throughput-performance"
+    entries = (
+        PlanEntry("block.read_ahead_kb", name, max(current, tuned_conf.READAHEAD_KB), current, why),
+        *(PlanEntry(f"vm.{k}", HOST, v, reason=why) for k, v in tuned_conf.DIRTY_RATIOS.items()),
+    )
+    return dataclasses.replace(plan_from_findings((), "host", "tuned"), entries=entries)
 
 
 @contextlib.contextmanager
-def tuned_profile(device: str) -> Iterator[None]:
-    """TuneD's throughput-performance settings (benchmarks/tuned_profile.py) on `device` and
-    the host, written as TuneD writes them, put back after. What they replace is saved to the
-    state directory first, so a run killed inside puts it back when the next run starts."""
-    ra = Path("/sys/block", Path(device).name, "queue/read_ahead_kb")
-    vm = Path("/proc/sys/vm")
-    saved = {name: (vm / name).read_text().strip() for name in tuned_conf.DIRTY_SYSCTLS}
-    saved |= {"read_ahead_kb_path": str(ra), "read_ahead_kb": ra.read_text().strip()}
-    record = _tuned_saved()
-    record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text(json.dumps(saved))
+def tuned_profile(device: str, work: Path) -> Iterator[None]:
+    """TuneD's settings on `device` and the host for the `with` block, applied as the row's
+    own plan is (`iotuner apply`, journaled first), rolled back after; a run killed inside
+    leaves them to `iotuner rollback`, which the next run starts with."""
+    plan_file, conf = work / "tuned-plan.yaml", work / "tuned-conf"
+    write_plan(tuned_plan(device), plan_file)
+    conf.mkdir(exist_ok=True)
+    iotuner("apply", str(plan_file), "--conf-root", str(conf))
     try:
-        ra.write_text(str(max(int(saved["read_ahead_kb"]), tuned_conf.READAHEAD_KB)))
-        for name, value in tuned_conf.DIRTY_RATIOS.items():
-            (vm / name).write_text(str(value))
         yield
     finally:
-        _put_back(saved)
-        record.unlink()
+        iotuner("rollback")
 
 
 def plain_fio(job: Path, plan: Plan, timed: bool, cgroup: Path | None, unit: str) -> float:
@@ -497,7 +479,7 @@ def run_row(row: ClaimRow, plan: Plan, work: Path) -> RowResult:
                             iotuner("apply", str(plan_file), "--conf-root", str(conf))
                             setting.callback(iotuner, "rollback")
                         elif side == "tuned":
-                            setting.enter_context(tuned_profile(dev))
+                            setting.enter_context(tuned_profile(dev, work))
                         figure = plain_fio(job, plan, row.timed, cgroup, result.unit)
                     samples[side].append(figure)
                     log(f"    round {number + 1} {side:<8} {figure:10.1f} {result.unit}")
@@ -558,8 +540,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.rounds < 3:
         sys.exit("benchmarks.claims: at least 3 rounds")
     os.environ.setdefault("IOTUNER_STATE_DIR", DEFAULT_STATE)
-    if restore_leftover_tuned():
-        log("put back the writeback thresholds a killed run left at TuneD's")
+    # A run killed while a plan or TuneD's settings were applied left them journaled here.
+    iotuner("rollback")
     wanted = args.rows.split(",")
     unknown = set(wanted) - {r.name for r in ROWS}
     if unknown:

@@ -6,7 +6,8 @@ From profiles/throughput-performance/tuned.conf in redhat-performance/tuned (2bf
 vm.dirty_background_ratio 10. No scheduler, queue depth or request size for disks; its CPU
 governor, swappiness and other settings are outside what the benchmarks compare. The tune
 benchmark applies it through the engine (tune_row.tuned_settings), the claims benchmark by
-plain writes (claims.tuned_profile): one profile, two ways of setting it.
+an iotuner plan it applies and rolls back (claims.tuned_profile): one profile, two ways of
+setting it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The claims benchmark: when a row holds, and its TuneD side: what it replaces on the host
-comes back, also after the run is killed while TuneD's settings are in place."""
+"""The claims benchmark: when a row holds, and its TuneD side: applied as an iotuner plan, so
+what it replaces on the host comes back with `iotuner rollback`, also after the run is killed
+while TuneD's settings are in place."""
 
 from __future__ import annotations
 
@@ -11,14 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.claims import RowResult, restore_leftover_tuned, table
+from benchmarks.claims import RowResult, table
+from tests.cli import iotuner
 from tests.loopdev import loop_device
 
 VM = Path("/proc/sys/vm")
 KILLED_INSIDE = """
 import sys, time
+from pathlib import Path
 from benchmarks.claims import tuned_profile
-with tuned_profile(sys.argv[1]):
+with tuned_profile(sys.argv[1], Path(sys.argv[2])):
     print("in", flush=True)
     time.sleep(60)
 """
@@ -49,19 +52,21 @@ def test_a_plan_measured_below_the_defaults_fails_but_a_kept_row_is_the_rows_noi
 
 
 @pytest.mark.lab
-def test_a_killed_run_leaves_tuneds_thresholds_and_the_next_puts_them_back(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_killed_run_leaves_tuneds_settings_journaled_and_rollback_puts_them_back(
+    tmp_path: Path,
 ) -> None:
-    monkeypatch.setenv("IOTUNER_STATE_DIR", str(tmp_path))
+    """What the next run starts with (`iotuner rollback`) puts back what a kill -9 inside
+    TuneD's settings left on the host."""
+    state = tmp_path / "state"
     before = thresholds()
     with loop_device() as name:
         ra = Path("/sys/block", name, "queue/read_ahead_kb")
         ra.write_text("128")
         child = subprocess.Popen(
-            [sys.executable, "-c", KILLED_INSIDE, f"/dev/{name}"],
+            [sys.executable, "-c", KILLED_INSIDE, f"/dev/{name}", str(tmp_path)],
             stdout=subprocess.PIPE,
             text=True,
-            env=os.environ | {"IOTUNER_STATE_DIR": str(tmp_path)},
+            env=os.environ | {"IOTUNER_STATE_DIR": str(state)},
         )
         try:
             assert child.stdout is not None and child.stdout.readline() == "in\n"
@@ -72,7 +77,7 @@ def test_a_killed_run_leaves_tuneds_thresholds_and_the_next_puts_them_back(
         try:
             assert thresholds() == ("40", "10")  # nothing ran the finally
         finally:
-            assert restore_leftover_tuned()
+            done = iotuner("rollback", state=state)
+        assert done.returncode == 0, done.stderr
         assert thresholds() == before
         assert ra.read_text().strip() == "128"
-        assert not restore_leftover_tuned()  # the record is gone once put back
