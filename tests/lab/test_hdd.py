@@ -152,13 +152,19 @@ def test_the_outer_zone_streams_twice_as_fast_as_the_inner(disk: LabDisk) -> Non
     assert disk.model is not None
     span = 256 * MIB
     inner_offset = disk.size_bytes - span
-    outer = fio(disk.device, "read", "1M", 4, 2, f"--size={span}")["bw_bytes"] / 1e6
-    inner = fio(disk.device, "read", "1M", 4, 2, f"--offset={inner_offset}", f"--size={span}")
-    inner_mbps = inner["bw_bytes"] / 1e6
+    # Each zone twice, interleaved, the faster run kept: a burst of other work on the two cores
+    # only slows a modelled disk (CI once measured the inner zone at 94.2 MB/s, 12 % low,
+    # while the outer ran 3 % low), never speeds it past its model.
+    runs: dict[str, list[float]] = {"outer": [], "inner": []}
+    for _ in range(2):
+        runs["outer"].append(fio(disk.device, "read", "1M", 4, 2, f"--size={span}")["bw_bytes"])
+        runs["inner"].append(fio(disk.device, "read", "1M", 4, 2, f"--offset={inner_offset}",
+                                 f"--size={span}")["bw_bytes"])  # fmt: skip
+    outer, inner_mbps = max(runs["outer"]) / 1e6, max(runs["inner"]) / 1e6
     model_outer = stream_mbps(disk.model, disk.size_bytes, 0, span)  # 197.8
     model_inner = stream_mbps(disk.model, disk.size_bytes, inner_offset, span)  # 106.8
     print(f"outer {outer:.1f} MB/s (model {model_outer:.1f}), "
-          f"inner {inner_mbps:.1f} MB/s (model {model_inner:.1f})")  # fmt: skip
+          f"inner {inner_mbps:.1f} MB/s (model {model_inner:.1f}); runs {runs}")  # fmt: skip
     # Measured here 3-5 % below the model on the outer zone: at 190 MB/s the two cores also
     # carry fio, the loop worker, nbdfuse and nbdkit's copies (docs/lab.md).
     assert outer == pytest.approx(model_outer, rel=0.1)

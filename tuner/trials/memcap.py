@@ -201,6 +201,7 @@ class CacheHold:
         self.headroom_bytes = headroom_bytes
         self.interval_s = interval_s
         self.peak = 0
+        self._peak_lock = threading.Lock()  # a sample in flight must not outlive restart_peak
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="memcap", daemon=True)
 
@@ -213,10 +214,18 @@ class CacheHold:
         self._thread.join()
         self.peak = max(self.peak, self.cap.file_bytes())
 
+    def restart_peak(self) -> None:
+        """Forget the peak so far: a warm-up's first burst may pass `cache_bytes` before the
+        first sample lowers the limit (it reads at memory speed under the cgroup's ceiling),
+        and the trial's own peak is what the samples from now on find."""
+        with self._peak_lock:
+            self.peak = 0
+
     def hold(self) -> None:
         """One step: the limit for the cgroup's memory now; the file peak so far."""
-        cached = self.cap.file_bytes()
-        self.peak = max(self.peak, cached)
+        with self._peak_lock:
+            cached = self.cap.file_bytes()
+            self.peak = max(self.peak, cached)
         used = self.cap.usage_bytes()
         if used is None:
             return

@@ -146,6 +146,8 @@ def run_trial(
             if cap is not None and settle_bytes is not None:
                 # A full cache first: the ramp then only has to turn it over, not fill it.
                 _warm_up(target, workload, min(settle_bytes + WARM_BEYOND, region), cap, timeout)
+                if hold is not None:
+                    hold.restart_peak()
                 ramp_s = max(ramp_s, MIN_SETTLE_S)
             stack.enter_context(os_faults(target.path, target.devices))
             stack.enter_context(exclusive_writes(device_writes))
