@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tuner.lab import Lab, LabSpec, lab_down, lab_up, system, throttle
@@ -143,3 +144,8 @@ def kill_9_up_when(
         os.killpg(up.pid, signal.SIGKILL)
         up.wait()
     return snapshot(state)
+
+
+def cpus_of(pid: int) -> set[int]:
+    """Every CPU any thread of `pid` may run on."""
+    return {cpu for t in psutil.Process(pid).threads() for cpu in os.sched_getaffinity(t.id)}

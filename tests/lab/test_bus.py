@@ -10,7 +10,7 @@ import psutil
 import pytest
 
 from tests.cli import iotuner
-from tests.lab.conftest import assert_no_server_left, snapshot
+from tests.lab.conftest import assert_no_server_left, cpus_of, snapshot
 from tests.lab.fio import fio_jobs
 from tuner.lab import lab_up, load_spec
 from tuner.lab.hdd import HddModel, stream_mbps
@@ -50,11 +50,6 @@ def test_three_disks_saturate_the_bus_and_wait_for_it(state: Path) -> None:
     assert lat3 > 1.08 * lat1
 
 
-def _cpus_of(pid: int) -> set[int]:
-    """Every CPU any thread of `pid` may run on."""
-    return {cpu for t in psutil.Process(pid).threads() for cpu in os.sched_getaffinity(t.id)}
-
-
 @pytest.mark.lab_parallel  # status and down after a kill, no figure; checked by path
 def test_kill_9_of_one_server_on_the_bus_then_down_leaves_nothing(state: Path) -> None:
     up = iotuner("lab", "up", "three-hdds-one-bus")
@@ -65,7 +60,7 @@ def test_kill_9_of_one_server_on_the_bus_then_down_leaves_nothing(state: Path) -
     # Each disk's nbdkit and nbdfuse, every thread of both, on one CPU of their own while
     # there are CPUs to go round (tuner/lab/nbd.py, server_cpu).
     fuses = [s for s in record.steps if s.kind == "fuse"]
-    pairs = [_cpus_of(int(s.detail["pid"])) | _cpus_of(int(f.detail["pid"]))
+    pairs = [cpus_of(int(s.detail["pid"])) | cpus_of(int(f.detail["pid"]))
              for s, f in zip(servers, fuses, strict=True)]  # fmt: skip
     assert all(len(cpus) == 1 for cpus in pairs), pairs
     if len(os.sched_getaffinity(0)) >= 2:

@@ -14,7 +14,13 @@ from typing import Any
 
 import pytest
 
-from tests.lab.conftest import assert_no_server_left, direct_round_trip, module_lab, snapshot
+from tests.lab.conftest import (
+    assert_no_server_left,
+    cpus_of,
+    direct_round_trip,
+    module_lab,
+    snapshot,
+)
 from tests.lab.fio import fio_job
 from tuner.lab import Lab, lab_down, lab_up, load_spec
 from tuner.lab.modelled import SOURCES
@@ -86,6 +92,10 @@ def test_the_set_keeps_what_is_written_across_its_units_and_down_removes_it(
     disk = lab_up(load_spec("raid5")).disks[0]
     record = snapshot(state)
     assert [s.kind for s in record.steps if s.label == disk.name] == ["server", "fuse", "loop"]
+    # One server carries every member's bandwidth: it is not held to one CPU as a drive's is.
+    for step in record.steps:
+        if step.kind in ("server", "fuse"):
+            assert cpus_of(int(step.detail["pid"])) == os.sched_getaffinity(0), step
     written = os.urandom(MIB)
     offset = 1000 * MIB + 20 * KIB  # across units, stripes and members, not aligned to them
     assert direct_round_trip(disk.device, offset, written) == written

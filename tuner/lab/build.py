@@ -29,6 +29,7 @@ from tuner.lab.model import Lab, LabBus, LabDisk, LabNetwork
 from tuner.lab.netspec import NetworkSpec
 from tuner.lab.network import build_network
 from tuner.lab.queue import defaults, queue_engine, read_queue, write_queue
+from tuner.lab.raid import RaidModel
 from tuner.lab.record import LabRecord, Step, load_record, record_path
 from tuner.lab.sizes import MIB
 from tuner.lab.spec import BusSpec, DiskSpec, LabSpec
@@ -154,10 +155,13 @@ class _Builder:
         buses = tuple(self.bus(b) for b in self.spec.buses)
         mounts = {b.name: Path(b.mountpoint) for b in buses}
         words = {b.name: b.device for b in buses if b.mountpoint == ""}
-        modelled = (d.name for d in self.spec.disks if d.model)
-        cpus = {name: nbd.server_cpu(index) for index, name in enumerate(modelled)}
+        # An array's one server carries all its members' bandwidth, more than one CPU can:
+        # raid0-wide's six members gave 204-239 MB/s with the pair on one CPU (at 85-98 % of
+        # it), 310-330 MB/s free. Its servers stay free; single drives get a CPU each.
+        pinned = (d.name for d in self.spec.disks if d.model and not isinstance(d.model, RaidModel))
+        cpus = {name: nbd.server_cpu(index) for index, name in enumerate(pinned)}
         disks = tuple(
-            self.modelled(d, words.get(d.bus or ""), cpus[d.name])
+            self.modelled(d, words.get(d.bus or ""), cpus.get(d.name))
             if d.model
             else self.disk(d, mounts.get(d.bus or ""))
             for d in self.spec.disks
@@ -233,9 +237,9 @@ class _Builder:
             disk.name, device, disk.bus, disk.read_mbps, disk.write_mbps, disk.iops, disk.size_bytes
         )
 
-    def modelled(self, disk: DiskSpec, bus_word: str | None, cpu: int) -> LabDisk:
+    def modelled(self, disk: DiskSpec, bus_word: str | None, cpu: int | None) -> LabDisk:
         """nbdkit running the model over a tmpfs file, nbdfuse, a loop device with direct I/O;
-        on a bus, the server maps the bus's word. Both servers run on `cpu`."""
+        on a bus, the server maps the bus's word. Both servers run on `cpu` when given."""
         assert disk.model is not None
         bus = None
         if bus_word is not None:
