@@ -45,9 +45,12 @@ def test_three_disks_saturate_the_bus_and_wait_for_it(state: Path) -> None:
     assert three == pytest.approx(bus.read_mbps, rel=0.1)
     assert three <= bus.read_mbps * 1.02  # the bus binds, not the disks
     # Each disk gets less than alone, and the difference is waiting for the bus: at a fixed
-    # depth, latency grows as the share shrinks (3 x 97 MB/s asked of 250: x 1.17).
+    # depth a disk's latency is its depth over its rate (Little's law), so it grows as the
+    # share shrinks (3 x 97 MB/s asked of 250: x 1.17), against the disk's own figure alone
+    # in this run (a fixed x 1.08 failed in CI when the one-disk run came out 7 % slow).
     assert three / 3 < 0.95 * one
-    assert lat3 > 1.08 * lat1
+    assert lat3 > lat1
+    assert lat3 / lat1 == pytest.approx(one / (three / 3), rel=0.05)
 
 
 @pytest.mark.lab_parallel  # status and down after a kill, no figure; checked by path
