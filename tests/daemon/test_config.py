@@ -287,3 +287,27 @@ def test_deep_nesting_and_huge_files_are_one_line_errors(tmp_path: Path) -> None
     path.write_text("# padding\n" * 20_000)
     with pytest.raises(ConfigError, match=r"larger than 64 KiB"):
         load_config(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "key"),
+    [
+        (" " * 6000 + "\n[retune]\nbudget = 1\n", 3, "retune.budget"),
+        ('[retune]\ntarget = """/\n' + " " * 6000 + '\n"""\nbudget = 1\n', 5, "retune.budget"),
+        ('[retune]\ntarget = """/\n[' + " " * 6000 + 'x\n"""\nbudget = 1\n', 5, "retune.budget"),
+        ("[daemon]\n" + " " * 3000 + "log_level" + " " * 3000 + "= 3\n", 2, "daemon.log_level"),
+        ("[ retune ]   # the re-tune\n\tbudget\t= 1\n", 2, "retune.budget"),
+    ],
+    ids=["line-of-spaces", "spaces-in-a-string", "open-header-in-a-string", "padded-key",
+         "tabs-and-comment"],
+)  # fmt: skip
+def test_long_lines_of_white_space_are_read_at_once(
+    tmp_path: Path, text: str, line: int, key: str
+) -> None:
+    # The key finder's regexes backtracked cubically in a line's white space (issue 27).
+    from tests.fuzz.common import within
+
+    path = write(tmp_path, text)
+    with within(2.0), pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value).startswith(f"{path}:{line}: {key}: "), str(caught.value)

@@ -369,14 +369,18 @@ def _build(document: Mapping[str, Any], path: Path, text: str) -> DaemonConfig:
 class _KeyLines:
     """Where a key is written in the raw text, for error lines (tomllib does not say)."""
 
-    _HEADER = re.compile(r"\s*\[\[?\s*([^\[\]]+?)\s*\]\]?\s*(#.*)?$")
-    _KEY = re.compile(r"\s*([A-Za-z0-9_.\-\"' ]+?)\s*=")
+    # Both patterns are matched against a stripped line and share no white space between
+    # neighbouring parts: `\s*([ ...]+?)\s*=` backtracked cubically, and a config line of
+    # 6,000 spaces took minutes (issue 27). Each match is now linear in the line's length.
+    _HEADER = re.compile(r"\[\[?([^\[\]]+)\]\]?")
+    _KEY = re.compile(r"[A-Za-z0-9_.\-\"' ]+")
 
     def __init__(self, text: str) -> None:
         self._where: dict[tuple[str | None, str | None], int] = {}
         table: str | None = None
-        for number, line in enumerate(text.splitlines(), start=1):
-            header = self._HEADER.match(line)
+        for number, raw in enumerate(text.splitlines(), start=1):
+            line = raw.strip()
+            header = self._HEADER.fullmatch(line.partition("#")[0].rstrip())
             if header:
                 table = _unquote(header.group(1))
                 self._where.setdefault((None, table), number)
@@ -384,9 +388,10 @@ class _KeyLines:
                 if dot:  # [retune.extra]: the unknown key "extra" of [retune]
                     self._where.setdefault((outer, inner), number)
                 continue
-            key = self._KEY.match(line)
+            name, equals, _ = line.partition("=")
+            key = self._KEY.fullmatch(name.rstrip()) if equals and name else None
             if key:
-                dotted = _unquote(key.group(1))
+                dotted = _unquote(key.group(0))
                 # `retune.budget = 3` at the top, or in [retune]: both name retune.budget.
                 outer, dot, inner = dotted.partition(".")
                 if table is None and dot:
