@@ -6,7 +6,6 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from tuner import __version__
 from tuner.cli_help import Group, add_command, examples
@@ -26,6 +25,7 @@ from tuner.commands import (
     tune,
     verify,
 )
+from tuner.console import print_error
 from tuner.errors import IotunerError
 from tuner.recovery import recover_if_needed
 
@@ -82,7 +82,7 @@ def main() -> None:
     try:
         app()
     except IotunerError as err:
-        Console(stderr=True).print(f"[bold red]iotuner:[/] {err}", highlight=False, soft_wrap=True)
+        print_error(err)
         sys.exit(err.exit_code)
 
 

@@ -121,7 +121,7 @@ def advise(
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
         console = Console()
-        console.print(f"workload: {workload} (choose with --workload)", style="dim")
+        console.print(f"workload: {workload} (choose with --workload)", style="dim", markup=False)
         if measured is not None:
             console.print(_measured_line(measured), highlight=False)
             if cap is not None:
@@ -137,7 +137,7 @@ def advise(
                 highlight=False,
             )
         if plan_out is not None:
-            console.print(f"plan written to {plan_out}", highlight=False)
+            console.print(f"plan written to {plan_out}", highlight=False, markup=False)
     if any(f.severity in ("critical", "warning") for f in result.findings):
         raise typer.Exit(1)
 

@@ -126,7 +126,7 @@ def apply(
     else:
         _show(Console(), plan, result, diffs, check)
         if measured is not None:
-            Console().print(_measured_line(measured), highlight=False)
+            Console().print(_measured_line(measured), highlight=False, markup=False)
     if result.error is not None:
         raise IotunerError(result.error)
     if measured is not None and measured["rolled_back"]:
@@ -225,8 +225,8 @@ def _show(console: Console, plan: Path, result: Outcome, diffs: list[tuple[str, 
             style = "green" if line.startswith("+") else "red" if line.startswith("-") else ""
             console.print(Text(line, style=style), soft_wrap=True)
     for recap in result.recap:
-        console.print(recap.line(), style="dim", highlight=False)
-    console.print(_summary(result), highlight=False)
+        console.print(recap.line(), style="dim", highlight=False, markup=False)
+    console.print(_summary(result), highlight=False, markup=False)
 
 
 def _summary(result: Outcome) -> str:

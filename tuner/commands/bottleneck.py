@@ -82,14 +82,17 @@ def bottleneck(
             f"no two of the devices ({', '.join(names) or 'none found'}) share a component "
             "above them: nothing to scale",
             highlight=False,
+            markup=False,
         )
         return
     for group, scaling, plateau in results:
         console.print(render_curve(group, scaling))
         style = "bold red" if plateau.capped else "green"
-        console.print(f"[{style}]{summary(group, plateau)}[/]", highlight=False)
+        console.print(summary(group, plateau), style=style, highlight=False, markup=False)
         if scaling.flagged:
-            console.print(f"[yellow]flagged: {scaling.flagged}[/]", highlight=False)
+            console.print(
+                f"flagged: {scaling.flagged}", style="yellow", highlight=False, markup=False
+            )
 
 
 def resolve(given: list[str] | None, topology: Topology, fs: HostFS) -> tuple[str, ...]:

@@ -11,9 +11,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from tuner.cli_help import Command, Group, examples
 from tuner.codec import encode
+from tuner.console import plain, plain_cells
 from tuner.lab import Lab, builtin_spec_names, lab_check, lab_down, lab_up, load_spec
 from tuner.lab.model import LabNetwork
 from tuner.lab.modelled import describe
@@ -57,13 +59,13 @@ def up(
     if lab.disks or lab.buses:
         console.print(_lab_table(lab, title))
     else:
-        console.print(title, highlight=False)
+        console.print(title, highlight=False, markup=False)
     if lab.network:
-        console.print(_network_text(lab.network), highlight=False)
+        console.print(_network_text(lab.network), highlight=False, markup=False)
     if lab.mountpoint:
-        console.print(f"scratch file system: {lab.mountpoint}", highlight=False)
+        console.print(f"scratch file system: {lab.mountpoint}", highlight=False, markup=False)
     if lab.cgroup:
-        console.print(f"ceilings apply to processes in {lab.cgroup}", highlight=False)
+        console.print(f"ceilings apply to processes in {lab.cgroup}", highlight=False, markup=False)
 
 
 @app.command(name="down", cls=Command, epilog=examples("down"))
@@ -97,39 +99,40 @@ def status(as_json: Annotated[bool, JSON_OPTION] = False) -> None:
         if check.lab is not None and (check.lab.disks or check.lab.buses):
             console.print(_lab_table(check.lab, f"lab {check.spec_name} ({check.state})"))
         if check.lab is not None and check.lab.network:
-            console.print(_network_text(check.lab.network), highlight=False)
-        table = Table(title=f"recorded in {check.record}", title_justify="left")
+            console.print(_network_text(check.lab.network), highlight=False, markup=False)
+        table = Table(title=plain(f"recorded in {check.record}"), title_justify="left")
         for column in ("kind", "name", "device", "target", "present", "ceilings now"):
             table.add_column(column)
         for part in check.parts:
-            table.add_row(part.kind, part.label, part.device or "-", part.target,
-                          "yes" if part.present else "[red]no[/]",
-                          _caps_text(part.caps or {}))  # fmt: skip
+            table.add_row(plain(part.kind), plain(part.label), plain(part.device or "-"),
+                          plain(part.target), "yes" if part.present else Text("no", style="red"),
+                          plain(_caps_text(part.caps or {})))  # fmt: skip
         console.print(table)
         for problem in check.problems:
-            console.print(f"[red]problem:[/] {problem}", highlight=False)
+            console.print(Text("problem: ", style="red") + plain(problem), highlight=False)
     if check is not None and check.problems:
         raise typer.Exit(1)
 
 
 def _lab_table(lab: Lab, title: str) -> Table:
-    table = Table(title=title, title_justify="left")
+    table = Table(title=plain(title), title_justify="left")
     for column in ("name", "device", "bus", "read", "write", "IOPS", "size", "mount"):
         table.add_column(column)
     for bus in lab.buses:
-        table.add_row(bus.name, bus.device, "-", human_rate(bus.read_mbps),
-                      human_rate(bus.write_mbps), "-", "-", bus.mountpoint or "-")  # fmt: skip
+        table.add_row(*plain_cells(bus.name, bus.device, "-", human_rate(bus.read_mbps),
+                      human_rate(bus.write_mbps), "-", "-", bus.mountpoint or "-"))  # fmt: skip
     for disk in lab.disks:
         if disk.model is not None:  # no ceilings: what its model does
             rate, what = describe(disk.model)
-            table.add_row(disk.name, disk.device, disk.bus or "-", rate, "same", what,
-                          human_bytes(disk.size_bytes), "-")  # fmt: skip
+            table.add_row(*plain_cells(disk.name, disk.device, disk.bus or "-", rate, "same", what,
+                          human_bytes(disk.size_bytes), "-"))  # fmt: skip
             continue
-        table.add_row(disk.name, disk.device, disk.bus or "-", human_rate(disk.read_mbps),
-                      human_rate(disk.write_mbps), str(disk.iops), human_bytes(disk.size_bytes),
-                      "-")  # fmt: skip
+        table.add_row(*plain_cells(
+            disk.name, disk.device, disk.bus or "-", human_rate(disk.read_mbps),
+            human_rate(disk.write_mbps), str(disk.iops), human_bytes(disk.size_bytes), "-",
+        ))  # fmt: skip
     if lab.stripe:
-        table.add_row("stripe", "btrfs raid0", "-", "-", "-", "-", "-", lab.stripe)
+        table.add_row(*plain_cells("stripe", "btrfs raid0", "-", "-", "-", "-", "-", lab.stripe))
     return table
 
 

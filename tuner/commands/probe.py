@@ -108,4 +108,4 @@ def _gather(fs: HostFS, topology: Topology, out: Path) -> None:
         raise BadInput(f"--gather {out}: directory {out.parent} does not exist")
     host = topology.nodes[0].name if topology.nodes else "host"
     count = write_capture(fs, out, f"iotuner-capture-{host}")
-    Console(stderr=True).print(f"captured {count} paths into {out}", highlight=False)
+    Console(stderr=True).print(f"captured {count} paths into {out}", highlight=False, markup=False)

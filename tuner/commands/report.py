@@ -65,8 +65,8 @@ def report(
     notes = dict(inputs.notes)
     missing = [name for name, present in made.items() if not present and name not in notes]
     console = Console()
-    console.print(f"report written to {out}", highlight=False)
+    console.print(f"report written to {out}", highlight=False, markup=False)
     for note in notes.values():
-        console.print(note, style="dim", highlight=False)
+        console.print(note, style="dim", highlight=False, markup=False)
     if missing:
         console.print(f"no saved results for this host yet from: {', '.join(missing)}", style="dim")

@@ -193,7 +193,7 @@ def _events(events: list[Any], console: Console) -> None:
         when = e.get("time")
         table.add_row(
             _clock(when) if isinstance(when, int | float) else "?",
-            f"[red]{kind}[/]" if kind == "error" else kind,
+            Text(kind, style="red" if kind == "error" else ""),
             _t(e.get("message", "")),
         )
     console.print(table)

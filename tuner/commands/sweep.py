@@ -62,6 +62,7 @@ def sweep(
         f"(about {grid.cells * (runtime + ramp + 0.5):.0f} s), direct reads only",
         style="dim",
         highlight=False,
+        markup=False,
     )
     progress = Progress(
         TextColumn("{task.description}"),

@@ -69,7 +69,8 @@ def tune_peer(
     console = Console(stderr=as_json)
     seconds, omit = max(1, round(config.runtime_s)), round(config.ramp_s)
     started = time.monotonic()
-    console.print(f"measuring the path to {peer} (iperf3 -s there)", style="dim", highlight=False)
+    console.print(f"measuring the path to {peer} (iperf3 -s there)", style="dim", highlight=False,
+                  markup=False)  # fmt: skip
     measured = measure_path(peer)  # before anything changes: an unreachable peer ends it here
     route = route_to(measured.address)
     with ExitStack() as stack:
@@ -81,7 +82,7 @@ def tune_peer(
         rate, how = path_rate(measured, wmem, route)
         console.print(f"path: RTT {measured.rtt_ms:g} ms, {measured.rate_mbit:g} Mbit/s over "
                       f"{measured.streams} streams; windows sized for {rate:g} Mbit/s ({how})",
-                      style="dim", highlight=False)  # fmt: skip
+                      style="dim", highlight=False, markup=False)  # fmt: skip
         ends = stack.enter_context(peer_ends(measured, route, rate, source_dir, seconds + omit))
         console.print("measuring the parts at the settings found", style="dim")
         before = measure_parts(engine, ends, seconds, omit, {})
@@ -111,7 +112,7 @@ def tune_peer(
         write_plan(_plan(result, document), plan_out)
     report_transfer(console, result, explanation, document, as_json)
     if plan_out is not None and not as_json:
-        console.print(f"plan written to {plan_out}", highlight=False)
+        console.print(f"plan written to {plan_out}", highlight=False, markup=False)
 
 
 def _most_carried(

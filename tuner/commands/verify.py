@@ -10,8 +10,10 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from tuner.apply.render import render
+from tuner.console import plain
 from tuner.errors import BadInput
 from tuner.plan import read_plan
 from tuner.verify.run import Outcome, Verification
@@ -51,9 +53,9 @@ def verify(
         failed = len(result.failures())
         total = len(result.checks)
         summary = f"{total - failed} of {total} checks passed"
-        console.print(summary if not failed else f"[bold red]{summary}[/]", highlight=False)
+        console.print(summary, style="bold red" if failed else None, highlight=False)
         if keep is not None:
-            console.print(f"suite kept in {keep}", style="dim", highlight=False)
+            console.print(f"suite kept in {keep}", style="dim", highlight=False, markup=False)
     if not result.passed:
         raise typer.Exit(1)
 
@@ -76,14 +78,15 @@ def render_checks(result: Verification) -> Table:
     for check in result.checks:
         ran = outcomes.get(check.id, [])
         if not ran:
-            verdict = "[red]not run[/]"
+            verdict = Text("not run", style="red")
         elif all(o.passed for o in ran):
-            verdict = "[green]ok[/]"
+            verdict = Text("ok", style="green")
         else:
-            verdict = "[red]FAILED[/] " + "; ".join(
+            # The messages name the plan's keys, targets and values: text, never markup.
+            verdict = Text("FAILED", style="red") + " " + plain("; ".join(
                 _without_title(o.message, check.title) for o in ran if not o.passed
-            )
-        table.add_row(check.title, check.expected, verdict)
+            ))  # fmt: skip
+        table.add_row(plain(check.title), plain(check.expected), verdict)
     return table
 
 

@@ -11,6 +11,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from probes.pci import pci_class_name
+from tuner.console import plain_cells
 from tuner.topology import walk
 from tuner.topology.model import (
     BlockDevice,
@@ -369,12 +370,14 @@ def _irq_table(topology: Topology) -> Table:
     for irq in topology.irqs:
         counts = " ".join(f"{cpu}:{n}" for cpu, n in enumerate(irq.counts) if n)
         table.add_row(
-            str(irq.irq),
-            irq.name,
-            irq.device or "",
-            cpulist(irq.affinity),
-            cpulist(irq.effective_affinity),
-            counts,
+            *plain_cells(
+                str(irq.irq),
+                irq.name,
+                irq.device or "",
+                cpulist(irq.affinity),
+                cpulist(irq.effective_affinity),
+                counts,
+            )
         )
     return table
 
@@ -385,5 +388,7 @@ def _mount_table(topology: Topology) -> Table:
         table.add_column(column)
     for mount in topology.mounts:
         if mount.kname is not None:
-            table.add_row(mount.kname, mount.mountpoint, mount.fstype, ",".join(mount.options))
+            table.add_row(
+                *plain_cells(mount.kname, mount.mountpoint, mount.fstype, ",".join(mount.options))
+            )
     return table

@@ -11,6 +11,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
+from tuner.console import plain, plain_cells
 from tuner.tunables.access import format_value
 from tuner.tune import guards
 from tuner.tune.objective import objective_named
@@ -75,9 +76,9 @@ class TuneView:
         for r in self.records[-_SHOWN:]:
             style = "bold green" if r.mbps == self.best and not r.set_aside else ""
             note = f"{r.flagged} ({r.told})" if r.flags and r.told != "-" else r.flagged or ""
-            table.add_row(str(r.number), r.phase, _short(r.settings), f"{r.mbps:.1f}",
+            table.add_row(*plain_cells(str(r.number), r.phase, _short(r.settings), f"{r.mbps:.1f}",
                           f"{r.iops:.0f}", _amplification(r.amplification),
-                          f"{r.seconds:.1f}", note, style=style)  # fmt: skip
+                          f"{r.seconds:.1f}", note), style=style)  # fmt: skip
         return Group(self.progress, table)
 
 
@@ -89,7 +90,7 @@ def render_summary(result: TuneResult) -> Table:
     """The outcome in one table: baseline, best, gain with its interval, what would change,
     and what was set aside and why."""
     shown = objective_named(result.objective).shown
-    table = Table(title=f"tune {result.workload} on {result.target}", title_justify="left")
+    table = Table(title=plain(f"tune {result.workload} on {result.target}"), title_justify="left")
     table.add_column("")
     table.add_column("value")
     for label, settings, score, cv, mbps in (
@@ -104,10 +105,12 @@ def render_summary(result: TuneResult) -> Table:
         amp = result.amplification_of(settings)
         if amp is not None:
             figure += f", the device moved {amp:.2f} bytes per byte read or written"
-        table.add_row(label, figure)
+        table.add_row(*plain_cells(label, figure))
     table.add_row(
-        "gain",
-        f"x{result.gain:.3f}, 95% interval x{result.ci[0]:.3f} .. x{result.ci[1]:.3f}",
+        *plain_cells(
+            "gain",
+            f"x{result.gain:.3f}, 95% interval x{result.ci[0]:.3f} .. x{result.ci[1]:.3f}",
+        )
     )
     if result.chosen:
         verdict = "recommended"
@@ -115,16 +118,19 @@ def render_summary(result: TuneResult) -> Table:
         verdict = "kept the baseline: the best tried measured slower than it"
     else:
         verdict = "kept the baseline: no gain beyond the noise"
-    table.add_row("verdict", verdict)
+    table.add_row(*plain_cells("verdict", verdict))
     for (key, target), value in result.changes().items():
         table.add_row(
-            f"{key} on {target}",
-            f"{format_value(result.baseline_settings.get((key, target)))} -> {format_value(value)}",
+            *plain_cells(
+                f"{key} on {target}",
+                f"{format_value(result.baseline_settings.get((key, target)))} -> "
+                f"{format_value(value)}",
+            )
         )
     if result.left_out:
-        table.add_row("left out", f"{_short(result.left_out)} (no measurable gain)")
+        table.add_row(*plain_cells("left out", f"{_short(result.left_out)} (no measurable gain)"))
     if result.cache_note:
-        table.add_row("cache", result.cache_note)
+        table.add_row(*plain_cells("cache", result.cache_note))
     aside = result.set_aside()
     if aside:
         reasons: dict[str, list[str]] = {}
@@ -132,14 +138,18 @@ def render_summary(result: TuneResult) -> Table:
             for flag in guards.disqualifying(record.flags):
                 reasons.setdefault(flag.kind, []).append(f"#{record.number}")
         table.add_row(
-            "set aside",
-            f"{len(aside)} trial(s) whose figures were not the device's, never a winner: "
-            + "; ".join(f"{kind} {' '.join(numbers)}" for kind, numbers in reasons.items()),
+            *plain_cells(
+                "set aside",
+                f"{len(aside)} trial(s) whose figures were not the device's, never a winner: "
+                + "; ".join(f"{kind} {' '.join(numbers)}" for kind, numbers in reasons.items()),
+            )
         )
     for refusal in result.refused:
-        table.add_row("refused", refusal)
+        table.add_row(*plain_cells("refused", refusal))
     table.add_row(
-        "trials", f"{len(result.trials)} in {result.seconds:.0f} s ({result.stop_reason})"
+        *plain_cells(
+            "trials", f"{len(result.trials)} in {result.seconds:.0f} s ({result.stop_reason})"
+        )
     )
     return table
 
