@@ -18,6 +18,7 @@ from typing import NamedTuple
 from probes.hostfs import HostFS, digits
 from probes.ids import block_id
 from probes.pmem import pmem_mode
+from probes.printable import printable
 from tuner.topology.model import BlockDevice, PartitionInfo, QueueSettings
 
 SECTOR_BYTES = 512  # `size` and `start` count 512-byte sectors whatever the device's blocks
@@ -181,7 +182,7 @@ def _read_identity(fs: HostFS, base: str) -> _Identity:
         for name in names:
             value = fs.read(f"{base}/{name}")
             if value:
-                return value
+                return printable(value)  # one line: an identity is shown in one
         return None
 
     return _Identity(

@@ -13,6 +13,7 @@ from probes.net import probe_net
 from probes.numa import memtotal_bytes, probe_numa
 from probes.pci import probe_pci
 from probes.pmem import probe_dax
+from probes.printable import printable
 from probes.storage import probe_storage
 from probes.vm import probe_vm
 from tuner.topology.model import Machine, Node, Topology
@@ -58,8 +59,12 @@ def _hostname(fs: HostFS) -> str:
     # Read through fs on the live host too, so a capture (probe --gather) carries the name.
     name = fs.read("proc/sys/kernel/hostname")
     if fs.is_live:
-        return name or socket.gethostname()
-    return name or fs.read("etc/hostname") or fs.root.name
+        name = name or socket.gethostname()
+    else:
+        name = name or fs.read("etc/hostname") or fs.root.name
+    # One line: a newline in a captured name would land on a line of its own in every file
+    # and terminal the name reaches (HostFS.read keeps a file's newlines).
+    return printable(name)
 
 
 def _attach_orphans(fs: HostFS, nodes: list[Node]) -> list[Node]:

@@ -31,6 +31,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from probes.printable import has_controls, printable
+
 _MAX_LINK_HOPS = 40
 _PAGE = 4096
 MAX_CPUS = 1 << 16
@@ -159,7 +161,7 @@ class HostFS:
         rel = rel.strip("/")
         self.touched.add(rel)
         try:
-            return os.readlink(self._abs(rel))
+            return printable(os.readlink(self._abs(rel)))
         except OSError:
             return None
 
@@ -168,7 +170,7 @@ class HostFS:
         target = self.realpath(rel)
         if target is None:
             return None
-        return target.rpartition("/")[2]
+        return printable(target.rpartition("/")[2])
 
     # -- directories -----------------------------------------------------------------------
 
@@ -193,6 +195,11 @@ class HostFS:
         except OSError as err:
             self.warn(f"{rel}: cannot list ({err.strerror})")
             return []
+        if any(has_controls(name) for name in names):
+            # No kernel names a device, a driver or an attribute so: such an entry was put in
+            # the capture, and its name would carry escape sequences to the terminal.
+            self.warn(f"{rel}: entries whose names hold control characters; skipped")
+            names = [name for name in names if not has_controls(name)]
         # A replay must list the same entries, so each one is part of what was read.
         self.touched.add(real)
         self.touched.update(f"{real}/{name}" for name in names)
@@ -224,7 +231,7 @@ class HostFS:
                     error = err
         if data is not None and real is not None:
             self.touched.add(real)
-            return data.decode("utf-8", errors="replace").strip(_BLANK)
+            return _text(data)
         if isinstance(error, IsADirectoryError):
             self.warn(f"{rel}: is a directory, expected a file")
         elif isinstance(error, NotRegularFile):
@@ -301,7 +308,7 @@ class HostFS:
             if data is None:
                 return None
             self.outputs[rel] = data
-        return self.outputs[rel].decode("utf-8", errors="replace").strip(_BLANK) or None
+        return _text(self.outputs[rel]) or None
 
     def read_int(
         self,
@@ -334,6 +341,14 @@ class HostFS:
         """A file's non-empty lines; empty when the file is missing."""
         text = self.read(rel, expected=expected)
         return [line for line in (text or "").splitlines() if line.strip()]
+
+
+def _text(data: bytes) -> str:
+    """A captured file's or command's bytes as the text the probes see: UTF-8 (bad bytes
+    replaced), surrounding blanks stripped, and every control character but tab and newline
+    replaced with U+FFFD (probes/printable.py): captured text reaches the model, and through it
+    a terminal, a report or a plan, without an escape sequence in it."""
+    return printable(data.decode("utf-8", errors="replace").strip(_BLANK), lines=True)
 
 
 def _run_read(argv: tuple[str, ...]) -> bytes | None:

@@ -31,6 +31,7 @@ from probes.ids import MACHINE_ID, pci_bus_id, pci_id
 from probes.numa import MAX_NODES
 from probes.pciids import PciIds, find_pci_ids
 from probes.pciids import pci_class_name as pci_class_name
+from probes.printable import REPLACEMENT
 from tuner.topology.model import Node, PciFunction, PciHostBridge, PciLink
 
 __all__ = ["parse_link_speed", "parse_link_width", "pci_class_name", "probe_pci"]
@@ -225,7 +226,9 @@ def _name(fs: HostFS, rel: str) -> str | None:
     text = fs.read(rel)
     if not text:
         return None
-    if len(text) > _MAX_NAME or not text.isprintable():
+    # HostFS.read has replaced control characters with U+FFFD: a name that held one is still
+    # not a firmware's name.
+    if len(text) > _MAX_NAME or not text.isprintable() or REPLACEMENT in text:
         fs.warn(f"{rel}: not a name ({len(text)} characters, or unprintable ones); ignored")
         return None
     return text

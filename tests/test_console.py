@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from probes.printable import printable
 from tests.cli import iotuner
 from tuner.console import print_error, print_warning
-from tuner.printable import printable
 
 MARKUP = "a[/]b[red]c[/red][bold]d[link=x]"
 """A name holding markup: an unbalanced close, a style pair, an open style, a link."""

@@ -3,7 +3,7 @@
 A message carries what the user typed and what a file held (a path, a target, a workload, a
 kernel string). Printed as rich markup, `[/]` in it raised MarkupError inside the error printer
 itself and `[red]` vanished (issue 27); here the message is a `Text`, never parsed, and its
-control characters are replaced (tuner/printable.py), so it stays the one line it was.
+control characters are replaced (probes/printable.py), so it stays the one line it was.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from tuner.printable import printable
+from probes.printable import printable
 
 
 def plain(value: object) -> Text:

@@ -147,3 +147,32 @@ def test_integers_are_ascii_and_within_the_callers_range(tree: SysTree) -> None:
         "sys/c: 18446744073709551615 is implausible (expected -1 to 1023); ignored",
         "sys/d: expected an integer, got '1_000'",
     ]
+
+
+# --- captured text never carries control characters (issue 27) ------------------------------
+
+HOSTILE = "a\x1b[2Jb\x1b]0;title\x07c\u009b31md\re\x08f\u202eg\x7fh"
+"""ESC sequences (CSI, OSC with BEL), a C1 CSI, CR, backspace, a bidi override, DEL."""
+
+
+def test_a_captured_file_reaches_the_model_without_control_characters(tree: SysTree) -> None:
+    tree.file("sys/block/sda/device/model", HOSTILE)
+    tree.file("proc/mounts", "/dev/sda / ext4 rw 0 0\n/dev/sdb /x\tfs rw 0 0")
+    fs = HostFS(tree.root)
+    text = fs.read("sys/block/sda/device/model")
+    assert text == "a\ufffd[2Jb\ufffd]0;title\ufffdc\ufffd31md\ufffde\ufffdf\ufffdg\ufffdh"
+    # Tabs and newlines of a file of several lines stay: the readers split on them.
+    assert fs.read_lines("proc/mounts")[1] == "/dev/sdb /x\tfs rw 0 0"
+
+
+def test_names_holding_control_characters_are_skipped_with_a_warning(tree: SysTree) -> None:
+    tree.file("sys/block/sda/size", 8)
+    tree.file("sys/block/sd\x1b[31mb/size", 8)
+    tree.link("sys/block/sda/device", "../../devices/x\x1b]0;t\x07y")
+    tree.dir("sys/devices/x\x1b]0;t\x07y")
+    fs = HostFS(tree.root)
+    assert fs.listdir("sys/block") == ["sda"]
+    assert any("sys/block" in w and "control characters" in w for w in fs.warnings)
+    assert all("\x1b" not in w for w in fs.warnings)
+    assert fs.link_name("sys/block/sda/device") == "x\ufffd]0;t\ufffdy"
+    assert "\x1b" not in (fs.readlink("sys/block/sda/device") or "")

@@ -11,12 +11,12 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.text import Text
 
 from probes.gather import write_capture
 from probes.host_root import open_root
 from probes.hostfs import HostFS
 from tuner.arguments import path_value
+from tuner.console import print_warning
 from tuner.errors import BadInput
 from tuner.probe_warnings import summarise
 from tuner.topology.document import to_document
@@ -92,7 +92,7 @@ def print_warnings(warnings: tuple[str, ...]) -> None:
     groups = summarise(warnings)
     err = Console(stderr=True)
     for group in groups:
-        err.print(Text.assemble(("warning: ", "yellow"), group.line()), soft_wrap=True)
+        print_warning(group.line(), err)
     if len(groups) < len(warnings):
         err.print(
             f"{len(warnings)} warnings in all, summarised; `iotuner probe --json` lists each",
