@@ -10,9 +10,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
-from tests.daemon.serving import recording, serving
+from tests.daemon.serving import answering, recording, serving
 from tests.daemon.test_metrics import STATE as METRICS_STATE
 from tuner.cli import app
 from tuner.daemon.control import DaemonUnreachable
@@ -155,3 +156,80 @@ def test_json_without_a_daemon_still_prints_json(tmp_path: Path) -> None:
     doc = json.loads(result.stdout)
     assert doc["running"] is False and doc["socket"] == str(missing)
     assert "the socket does not exist" in doc["error"] and "socket does not exist" in result.stderr
+
+
+# --- a reply iotuner cannot trust (issue 27): checked, never a traceback ---------------------
+
+
+def _nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def _with(path: str, value: Any) -> bytes:
+    """A whole good reply with the value at `path` (dotted; a number indexes a list) replaced."""
+    doc: Any = {"ok": True, "state": state()}
+    *parents, last = path.split(".")
+    here = doc
+    for part in parents:
+        here = here[int(part)] if isinstance(here, list) else here[part]
+    if isinstance(here, list):
+        here[int(last)] = value
+    else:
+        here[last] = value
+    return json.dumps(doc).encode() + b"\n"
+
+
+HOSTILE_REPLIES = {
+    "nested-reply": ('{"ok": true, "state": ' + _nested(100_000) + "}\n").encode(),
+    "nested-state": _with("state.events.0.data", json.loads(_nested(31))),
+    "nan-started": _with("state.started", float("nan")),
+    "infinite-since": _with("state.workload.since", float("inf")),
+    "nan-figure": _with("state.workload.devices.loop7.read_mbps", float("nan")),
+    "huge-int-figure": _with("state.workload.devices.loop7.read_mbps", 10**400),
+    "event-time-beyond-clocks": _with("state.events.0.time", 1e300),
+    "retune-time-beyond-clocks": _with("state.retune", {"state": "done", "ended": -1e300}),
+    "events-a-number": _with("state.events", 7),
+    "held-a-number": _with("state.held", 3),
+    "entries-a-number": _with("state.plan.entries", 5),
+    "devices-a-list": _with("state.workload.devices", [1, 2]),
+    "device-figures-a-string": _with("state.workload.devices.loop7", "fast"),
+    "ok-a-list": b'{"ok": [1], "state": {}}\n',
+    "error-a-dict": b'{"ok": false, "error": {"a": [1, 2]}}\n',
+    "state-a-list": b'{"ok": true, "state": [1, 2]}\n',
+    "reply-a-list": b"[1, 2, 3]\n",
+    "bare-nan": b'{"ok": true, "state": {"started": NaN}}\n',
+    "long-string": _with("state.config", "x" * 100_000),
+    "many-events": _with("state.events", [{"time": 1, "kind": "k", "message": "m"}] * 20_000),
+}
+
+
+@pytest.mark.parametrize("reply", HOSTILE_REPLIES.values(), ids=HOSTILE_REPLIES.keys())
+def test_a_reply_that_is_not_a_state_is_one_line(tmp_path: Path, reply: bytes) -> None:
+    path = tmp_path / "iotuner.sock"
+    with answering(path, reply):
+        started = time.monotonic()
+        result = command("--socket", str(path))
+        as_json = command("--socket", str(path), "--json")
+    assert time.monotonic() - started < 30
+    assert "Traceback" not in result.stderr, result.stderr[-800:]
+    assert result.returncode == 1, result.stdout[-400:] + result.stderr[-400:]
+    assert result.stderr.startswith(f"iotuner: the daemon at {path}"), result.stderr[:400]
+    assert result.stderr.count("\n") == 1 and len(result.stderr) < 400, result.stderr[:600]
+    assert as_json.returncode == 1 and json.loads(as_json.stdout)["running"] is False
+
+
+def test_control_characters_in_a_reply_never_reach_the_terminal(tmp_path: Path) -> None:
+    doc = state()
+    doc["config"] = "/etc/x\x1b]0;owned\x07.toml"
+    doc["plan"]["path"] = "/root/p\x1b[2J.yaml"
+    doc["held"][0]["note"] = "note\u009b31m\rforged"
+    doc["events"][0]["message"] = "evil\x1b[31m\nforged line"
+    doc["events"][0]["kind"] = "k\x1b[5m"
+    doc["workload"]["class"] = "read\x08\x08\x08\u202ewrite"
+    path = tmp_path / "iotuner.sock"
+    with serving(path, recording({"ok": True, "state": doc})[0]):
+        result = command("--socket", str(path))
+    assert result.returncode == 0, result.stderr
+    for control in ("\x1b", "\x07", "\u009b", "\r", "\x08", "\u202e"):
+        assert control not in result.stdout, repr(control)
+    assert not any(line.startswith("forged") for line in result.stdout.splitlines())

@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from probes.printable import printable
+from tuner.console import plain
 from tuner.errors import IotunerError
 
 
@@ -45,14 +47,20 @@ def status(
     """
     from tuner.daemon.config import load_config
     from tuner.daemon.control import request
+    from tuner.daemon.status_reply import BadState, checked_reply, checked_state
 
     path = socket_path if socket_path is not None else load_config(config).daemon.socket
     try:
         reply = request(path, {"cmd": "status", "events": events})
-        if not reply.get("ok"):
+        try:
+            checked_reply(reply)
+            if reply.get("ok") is True and "state" in reply:
+                state = checked_state(reply["state"])
+        except BadState as err:
+            raise BadState(f"the daemon at {path} sent a reply status cannot show: {err}") from None
+        if reply.get("ok") is not True:
             raise IotunerError(f"the daemon at {path}: {reply.get('error') or 'request refused'}")
-        state = reply.get("state")
-        if not isinstance(state, dict):
+        if "state" not in reply:
             raise IotunerError(f"the daemon at {path} sent no state")
     except IotunerError as err:
         if as_json:  # a script asking for JSON gets JSON, also when no daemon answered
@@ -81,12 +89,12 @@ def _headline(state: dict[str, Any]) -> Text:
     colour = {"holding": "green", "retuning": "yellow", "waiting-idle": "cyan", "no-plan": "red"}
     name = str(state.get("state", "?"))
     line = Text("iotuner daemon  ")
-    line.append(name, style=f"bold {colour.get(name, 'white')}")
+    line.append(printable(name), style=f"bold {colour.get(name, 'white')}")
     line.append(f"  pid {state.get('pid', '?')}")
     started = state.get("started")
     if isinstance(started, int | float):
         line.append(f"  up {_duration(time.time() - started)}")
-    line.append(f"  config {state.get('config') or '(defaults)'}")
+    line.append(printable(f"  config {state.get('config') or '(defaults)'}"))
     return line
 
 
@@ -95,12 +103,9 @@ def _plan(plan: Any, console: Console) -> None:
         console.print("plan      [red]none held[/] (nothing applied yet, or no plan configured)")
         return
     apply_id = plan.get("apply_id")
-    console.print(
-        f"plan      {plan.get('path') or '?'}  apply {apply_id if apply_id is not None else '-'}"
-        f"  workload {plan.get('workload') or '-'}",
-        highlight=False,
-        markup=False,
-    )
+    applied = apply_id if apply_id is not None else "-"
+    line = f"plan      {plan.get('path') or '?'}  apply {applied}"
+    console.print(plain(f"{line}  workload {plan.get('workload') or '-'}"), highlight=False)
     entries = [e for e in plan.get("entries") or [] if isinstance(e, dict)]
     if entries:
         table = Table(box=None, padding=(0, 2), show_header=False)
@@ -129,7 +134,7 @@ def _held(held: list[Any], console: Console) -> None:
         cells: list[str | Text] = [_t(h.get(k)) for k in ("key", "target", "expected", "actual")]
         cells.append(verdict)
         if notes:
-            cells.append(Text(str(h.get("note") or "")))
+            cells.append(plain(h.get("note") or ""))
         table.add_row(*cells)
     console.print(table)
 
@@ -141,7 +146,7 @@ def _workload(workload: Any, console: Console) -> None:
     since = workload.get("since")
     when = f"  since {_clock(since)}" if isinstance(since, int | float) else ""
     line = f"workload  {workload.get('class') or 'unknown'}{when}"
-    console.print(line, highlight=False, markup=False)
+    console.print(plain(line), highlight=False)
     devices = workload.get("devices") or {}
     if not isinstance(devices, dict) or not devices:
         return
@@ -169,7 +174,7 @@ def _retune(retune: Any, console: Console) -> None:
         return
     parts = [f"{k} {_scalar(k, v)}" for k, v in retune.items()
              if v is not None and not isinstance(v, dict | list)]  # fmt: skip
-    console.print(f"retune    {'  '.join(parts)}", highlight=False, markup=False)
+    console.print(plain(f"retune    {'  '.join(parts)}"), highlight=False)
 
 
 def _scalar(key: str, value: Any) -> str:
@@ -193,15 +198,16 @@ def _events(events: list[Any], console: Console) -> None:
         when = e.get("time")
         table.add_row(
             _clock(when) if isinstance(when, int | float) else "?",
-            Text(kind, style="red" if kind == "error" else ""),
+            Text(printable(kind), style="red" if kind == "error" else ""),
             _t(e.get("message", "")),
         )
     console.print(table)
 
 
 def _t(value: Any) -> Text:
-    """A value as plain text: a scheduler list such as "[mq-deadline] none" is not markup."""
-    return Text("?" if value is None else str(value))
+    """A value as plain text: a scheduler list such as "[mq-deadline] none" is not markup, and
+    no control character the daemon sent reaches the terminal."""
+    return plain("?" if value is None else value)
 
 
 def _clock(when: float) -> str:

@@ -198,8 +198,13 @@ def request(path: Path, payload: dict[str, Any], timeout: float = 5.0) -> dict[s
             ) from None
     if not data:
         raise DaemonUnreachable(f"the daemon at {path} closed the connection without answering")
+    # As for requests: the nesting is counted before json.loads, which recurses (a reply of
+    # 100,000 brackets was a RecursionError), and NaN and Infinity, which json.loads takes
+    # and JSON has not, make the reply "not JSON".
+    if _depth(data) > MAX_DEPTH:
+        raise DaemonUnreachable(f"the daemon at {path} sent a reply nested deeper than {MAX_DEPTH}")
     try:
-        reply = json.loads(data)
+        reply = json.loads(data, parse_constant=_no_constant)
     except ValueError:
         raise DaemonUnreachable(f"the daemon at {path} sent a reply that is not JSON") from None
     if not isinstance(reply, dict):
@@ -207,6 +212,10 @@ def request(path: Path, payload: dict[str, Any], timeout: float = 5.0) -> dict[s
     if reply.get("denied"):
         raise DaemonUnreachable(f"{path}: {DENIED}")
     return reply
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _make_parent(path: Path) -> None:
