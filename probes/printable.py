@@ -12,6 +12,7 @@ than silently shortened. The probes apply it where captured text enters the mode
 
 from __future__ import annotations
 
+import html
 import re
 
 REPLACEMENT = "\ufffd"
@@ -37,3 +38,9 @@ def printable(text: str, *, lines: bool = False) -> str:
 def has_controls(text: str, *, lines: bool = False) -> bool:
     """True when `printable` would change `text`."""
     return (_BUT_LINES if lines else _ANY).search(text) is not None
+
+
+def html_text(text: str) -> str:
+    """`text` for an HTML page: control characters replaced (tab and newline kept), then
+    `&`, `<`, `>` and both quotes escaped, so it is safe in element content and attributes."""
+    return html.escape(printable(text, lines=True))

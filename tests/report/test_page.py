@@ -120,3 +120,16 @@ def test_results_follow_the_host_they_were_measured_on() -> None:
     shown, label = this_hosts("tune", old, here, live=True)
     assert shown == old and label is not None and "records no host" in label
     assert this_hosts("tune", old, here, live=False)[0] is None
+
+
+def test_no_control_character_reaches_the_page(host_root: Path) -> None:
+    # Saved results and notes do not come through the probes' readers: the page's own escaping
+    # replaces control characters as well (issue 27).
+    inputs = _inputs(host_root, with_results=True)
+    hostile = "h\x1b[2J\x1b]0;t\x07\u009b\r\u202ex"
+    page = render_page(
+        ReportInputs(**{**inputs.__dict__, "host": hostile, "notes": (("tune", hostile),)})
+    )
+    found = re.findall("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", page)
+    assert not found, sorted(set(found))
+    assert "h\ufffd[2J" in page

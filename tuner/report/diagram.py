@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from html import escape
 
 from probes.pci import pci_class_name
+from probes.printable import html_text as escape
 from tuner.rules.model import Finding
 from tuner.topology.model import (
     BlockDevice,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from html import escape
 from typing import Any
 
+from probes.printable import html_text as escape
 from tuner import __version__
 from tuner.report.data import ScalingCurve, SweepGrid, TuneRun, best_so_far
 from tuner.report.diagram import SEVERITY_FILL, SEVERITY_ORDER, topology_svg
