@@ -288,7 +288,7 @@ def _idle_gate(
         return lambda: None
 
     def say(message: str) -> None:
-        console.print(message, style="dim", highlight=False)
+        console.print(message, style="dim", highlight=False, markup=False)
 
     return lambda: wait_until_idle(devices, below, IDLE_WAIT_S, on_wait=say)
 
