@@ -46,6 +46,12 @@ BANNED = [
         set(),
     ),
     (
+        re.compile(r'\.print\(f"[^"]*\[[a-z /]+\][^"]*\{'),
+        "an f-string of rich markup interpolating a value: `[/]` in the value is a MarkupError "
+        "and `[red]` vanishes (issue 27); print a Text (tuner.console.plain, print_error)",
+        set(),
+    ),
+    (
         re.compile(r'"type": "path"'),
         "Ansible expands $VAR and ~ in path options: the role's modules take strings",
         set(),
