@@ -75,3 +75,28 @@ def test_numa_nodes_show_their_sockets_cores_threads_and_persistent_memory() -> 
     assert "dax0.0  1.0 GiB  persistent memory, devdax" in below[2]
     assert "dax0.1  1.0 GiB  persistent memory as system RAM of NUMA node 4 (kmem)" in below[3]
     assert not any("outside PCI" in line for line in lines)
+
+
+def test_captured_names_in_the_tables_are_text_not_markup() -> None:
+    # A mount point, an IRQ's name and a model are the capture's: `[/]` in one was a
+    # MarkupError in the mount and IRQ tables, and `[red]` vanished (issue 27).
+    from tuner.topology.model import Irq, Mount
+
+    nodes = (
+        Machine(id=MACHINE_ID, parent=None, name="box[/]"),
+        replace(disk("sda", 8, True), model="M[red]X[/red]"),
+    )
+    topology = Topology(
+        root="/", nodes=nodes,
+        mounts=(Mount(device="/dev/sda", mountpoint="/mnt/[/]x", fstype="ext4",
+                      options=("rw", "[bold]"), kname="sda"),),
+        irqs=(Irq(irq=30, name="nvme0q0 [/]", device="[red]0000:01:00.0"),),
+    )  # fmt: skip
+    for section in ("storage", "irq"):
+        out = io.StringIO()
+        Console(width=200, file=out).print(render_topology(topology, section))
+        text = out.getvalue()
+        if section == "storage":
+            assert "/mnt/[/]x" in text and "rw,[bold]" in text and "M[red]X[/red]" in text
+        else:
+            assert "nvme0q0 [/]" in text and "[red]0000:01:00.0" in text
