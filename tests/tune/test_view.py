@@ -68,3 +68,19 @@ def test_a_kept_baseline_says_whether_the_best_tried_was_slower_or_within_noise(
     level = dataclasses.replace(result(False), gain=1.004, ci=(0.99, 1.02))
     assert "no gain beyond the noise" in printed(120, lambda c: c.print(render_summary(level)))
     assert "recommended" in printed(120, lambda c: c.print(render_summary(result(True))))
+
+
+def test_the_summary_shows_a_target_and_values_holding_markup_as_text() -> None:
+    # A fio job's target and a scheduler value are the user's and the host's: `[/]` in the
+    # title or a cell was a MarkupError, and "[mq-deadline]" lost its brackets (issue 27).
+    sched = ("block.scheduler", "loop0")
+    chosen = result(True)
+    odd = dataclasses.replace(
+        chosen,
+        target="/srv/[/]data",
+        baseline_settings={**chosen.baseline_settings, sched: "[none]"},
+        best_settings={**chosen.best_settings, sched: "[mq-deadline]"},
+    )
+    text = printed(200, lambda c: c.print(render_summary(odd)))
+    assert "tune stream-read on /srv/[/]data" in text
+    assert "[none] -> [mq-deadline]" in text
