@@ -92,7 +92,7 @@ def render_checks(result: Verification) -> Table:
 
 def _without_title(message: str, title: str) -> str:
     """The failure line without the check's name, which its row already shows."""
-    return message.removeprefix(f"{title}: ").replace("[", "\\[")
+    return message.removeprefix(f"{title}: ")
 
 
 def document(result: Verification, plan: str) -> dict[str, Any]:
