@@ -11,7 +11,8 @@ path that was touched is remembered so `--gather` can capture exactly what the p
 
 A captured tree is hostile input (docs/security.md): only regular files are read (a FIFO
 would block forever), never more than MAX_FILE_BYTES of one, integers are ASCII digits within
-the caller's plausible range, and CPU lists and masks stop at MAX_CPUS.
+the caller's plausible range (and 64 bits), CPU lists and masks stop at MAX_CPUS, and one
+reader keeps at most MAX_CPU_ENTRIES CPU numbers from all of them.
 
 Some state is only shown by a command (a NIC's rings: `ethtool -g`). `command` runs the few
 read-only commands of READ_COMMANDS on the live host and remembers their output, which `--gather`
