@@ -29,7 +29,18 @@ def live_host() -> HostFS:
 
 
 def open_root(root: Path, stack: ExitStack) -> Path:
-    """The directory to probe: as given, or a capture unpacked until `stack` closes."""
+    """The directory to probe: as given, or a capture unpacked until `stack` closes.
+
+    Any error looking at `root` itself (a component over 255 bytes, a loop of links, no
+    permission) is BadInput naming it, not a traceback.
+    """
+    try:
+        return _open_root(root, stack)
+    except OSError as err:
+        raise BadInput(f"--root {root}: {err.strerror or err}") from None
+
+
+def _open_root(root: Path, stack: ExitStack) -> Path:
     if root.is_dir():
         return root
     if is_capture(root):

@@ -11,7 +11,8 @@ path that was touched is remembered so `--gather` can capture exactly what the p
 
 A captured tree is hostile input (docs/security.md): only regular files are read (a FIFO
 would block forever), never more than MAX_FILE_BYTES of one, integers are ASCII digits within
-the caller's plausible range, and CPU lists and masks stop at MAX_CPUS.
+the caller's plausible range (and 64 bits), CPU lists and masks stop at MAX_CPUS, and one
+reader keeps at most MAX_CPU_ENTRIES CPU numbers from all of them.
 
 Some state is only shown by a command (a NIC's rings: `ethtool -g`). `command` runs the few
 read-only commands of READ_COMMANDS on the live host and remembers their output, which `--gather`
@@ -28,6 +29,7 @@ import shutil
 import stat
 import subprocess
 from collections.abc import Callable
+from itertools import compress
 from pathlib import Path
 from typing import TypeVar
 
@@ -38,8 +40,16 @@ _PAGE = 4096
 MAX_CPUS = 1 << 16
 """CPU numbers run below this (the kernel's NR_CPUS tops out at 8192): a larger one in a list or
 a mask is malformed, not a reason to allocate billions of entries."""
+MAX_CPU_ENTRIES = 1 << 22
+"""The most CPU numbers one reader keeps from all its distinct CPU lists and masks together (32
+MiB of references): 300 interrupts affine to "0-65535" each would otherwise hold 1.5 GiB. Equal
+lists are one tuple and count once, so a real host (thousands of interrupts on the same CPUs, or
+each on one) stays far below it."""
 MAX_FILE_BYTES = 64 << 20
 """The most one file may hold: /proc/interrupts of a thousand-CPU host is a few MB."""
+S64_MIN = -(1 << 63)
+U64_MAX = (1 << 64) - 1
+"""The widest integers a kernel attribute holds (s64, u64)."""
 _BLANK = " \t\n\r\x0b\x0c\x00"
 """Stripped from both ends of what a file holds: some kernels end attributes in "\n\0"."""
 _DECIMAL = re.compile(r"[-+]?[0-9]+")
@@ -95,6 +105,8 @@ class HostFS:
         self._real: dict[str, str | None] = {}  # resolved prefixes, see _step
         self._whole: dict[str, str | None] = {}  # resolved paths as callers spelled them
         self.outputs: dict[str, bytes] = {}  # command outputs by capture path, see command()
+        self.cpu_sets: dict[str, tuple[int, ...]] = {}  # CPU lists by their text, see read_cpulist
+        self.cpu_entries = 0  # CPU numbers held in cpu_sets, at most MAX_CPU_ENTRIES
 
     @property
     def is_live(self) -> bool:
@@ -191,6 +203,8 @@ class HostFS:
         try:
             names = sorted(os.listdir(self._abs(real)))
         except NotADirectoryError:
+            # sys/class/block as a file would hide every disk without a word.
+            self.warn(f"{rel}: not a directory; its entries are not read")
             return []
         except OSError as err:
             self.warn(f"{rel}: cannot list ({err.strerror})")
@@ -322,7 +336,9 @@ class HostFS:
         """A file holding one integer (decimal, or hex with base=16 or a 0x prefix), or None.
 
         A value outside [low, high] is impossible on a real host (readahead -128, a NUMA node
-        2^64-1): it becomes a warning and None, never a fact the rules act on.
+        2^64-1): it becomes a warning and None, never a fact the rules act on. Without bounds,
+        the range of a 64-bit kernel integer still holds: a 400-digit number would overflow
+        the float every size and rate is shown through.
         """
         text = self.read(rel, expected=expected)
         if text is None:
@@ -334,6 +350,10 @@ class HostFS:
             return None
         if (low is not None and value < low) or (high is not None and value > high):
             self.warn(f"{rel}: {value} is implausible (expected {_bounds(low, high)}); ignored")
+            return None
+        if not S64_MIN <= value <= U64_MAX:
+            shown = str(value)[:20] + "..."
+            self.warn(f"{rel}: {shown} is implausible (more than 64 bits); ignored")
             return None
         return value
 
@@ -410,17 +430,21 @@ def parse_int(text: str, base: int = 10) -> int:
 
 def parse_cpulist(text: str) -> tuple[int, ...]:
     """Parse a kernel CPU list such as "0-3,8,10-11" or "0-7:2/4" (the first 2 of every 4);
-    raises ValueError when malformed or naming a CPU at or beyond MAX_CPUS."""
-    cpus: set[int] = set()
+    raises ValueError when malformed or naming a CPU at or beyond MAX_CPUS.
+
+    Ranges are marked in a bitmap by slice, never expanded one by one: a 64 KiB list of
+    "0-65535" repeated took 24 s that way, and now takes milliseconds.
+    """
+    bits = bytearray()
     for chunk in text.strip(_BLANK).replace("\n", ",").split(","):
         chunk = chunk.strip(" \t")
         if not chunk:
             continue
         match = _CPU_RANGE.fullmatch(chunk)
         if match is None:
-            raise ValueError(f"not a CPU or a range of CPUs: {chunk!r}")
+            raise ValueError(f"not a CPU or a range of CPUs: {_quote(chunk)}")
         if any(len(part) > 6 for part in match.groups() if part):
-            raise ValueError(f"{chunk!r} names CPUs beyond {MAX_CPUS - 1}")
+            raise ValueError(f"{_quote(chunk)} names CPUs beyond {MAX_CPUS - 1}")
         first = int(match.group(1))
         last = int(match.group(2)) if match.group(2) is not None else first
         if last >= MAX_CPUS:
@@ -430,8 +454,39 @@ def parse_cpulist(text: str) -> tuple[int, ...]:
         used, group = (int(match.group(3)), int(match.group(4))) if match.group(3) else (1, 1)
         if not 0 < used <= group:
             raise ValueError(f"group {chunk!r} is not USED/SIZE with 0 < USED <= SIZE")
-        cpus.update(cpu for cpu in range(first, last + 1) if (cpu - first) % group < used)
-    return tuple(sorted(cpus))
+        if len(bits) <= last:
+            bits.extend(bytes(last + 1 - len(bits)))
+        _mark(bits, first, last, min(used, group), group)
+    return tuple(compress(_numbers(len(bits)), bits))
+
+
+def _mark(bits: bytearray, first: int, last: int, used: int, group: int) -> None:
+    """Set the first `used` of every `group` CPUs from `first` to `last`, with at most
+    sqrt(MAX_CPUS) slice assignments: by offset when `used` is small, by group when not."""
+    end = last + 1
+    if used == group:
+        bits[first:end] = b"\x01" * (end - first)
+        return
+    if used * group <= end - first:
+        for offset in range(used):
+            start = first + offset
+            if start < end:
+                bits[start:end:group] = b"\x01" * len(range(start, end, group))
+        return
+    for start in range(first, end, group):
+        stop = min(start + used, end)
+        bits[start:stop] = b"\x01" * (stop - start)
+
+
+_NUMBER_TABLE: list[int] = []
+
+
+def _numbers(count: int) -> list[int]:
+    """0..count-1 as one shared set of int objects: every CPU tuple refers to these rather
+    than holding its own copies (28 bytes each above 256)."""
+    if len(_NUMBER_TABLE) < count:
+        _NUMBER_TABLE.extend(range(len(_NUMBER_TABLE), count))
+    return _NUMBER_TABLE
 
 
 def parse_cpumask(text: str) -> tuple[int, ...]:
@@ -443,7 +498,10 @@ def parse_cpumask(text: str) -> tuple[int, ...]:
     value = int("".join(words), 16)
     if value.bit_length() > MAX_CPUS:
         raise ValueError(f"the mask names CPUs beyond {MAX_CPUS - 1}")
-    return tuple(bit for bit in range(value.bit_length()) if value >> bit & 1)
+    width = value.bit_length()
+    # Bit by bit from a string, not by shifting a 65,536-bit integer once per CPU.
+    flags = bytes(c == "1" for c in reversed(format(value, "b")))
+    return tuple(compress(_numbers(width), flags))
 
 
 def parse_value(
@@ -460,10 +518,40 @@ def parse_value(
 
 
 def read_cpulist(fs: HostFS, rel: str, *, expected: bool = False) -> tuple[int, ...] | None:
-    """A file holding a CPU list, or None (with a warning when it is malformed)."""
-    return parse_value(fs, rel, fs.read(rel, expected=expected), parse_cpulist, "a CPU list")
+    """A file holding a CPU list, or None (with a warning when it is malformed, or when the
+    reader already holds MAX_CPU_ENTRIES CPU numbers: see `_held`)."""
+    return _held(fs, rel, fs.read(rel, expected=expected), parse_cpulist, "a CPU list")
 
 
 def read_cpumask(fs: HostFS, rel: str, *, expected: bool = False) -> tuple[int, ...] | None:
-    """A file holding a hexadecimal CPU mask, or None (with a warning when it is malformed)."""
-    return parse_value(fs, rel, fs.read(rel, expected=expected), parse_cpumask, "a CPU mask")
+    """A file holding a hexadecimal CPU mask, or None (with a warning when it is malformed or
+    over the budget, as read_cpulist)."""
+    return _held(fs, rel, fs.read(rel, expected=expected), parse_cpumask, "a CPU mask")
+
+
+def _held(
+    fs: HostFS,
+    rel: str,
+    text: str | None,
+    parse: Callable[[str], tuple[int, ...]],
+    what: str,
+) -> tuple[int, ...] | None:
+    """The CPUs of `text`, one shared tuple per distinct text and kind, within the reader's
+    budget of MAX_CPU_ENTRIES numbers."""
+    if text is None:
+        return None
+    key = f"{what}\0{text}"
+    if key in fs.cpu_sets:
+        return fs.cpu_sets[key]
+    cpus = parse_value(fs, rel, text, parse, what)
+    if cpus is None:
+        return None
+    if fs.cpu_entries + len(cpus) > MAX_CPU_ENTRIES:
+        fs.warn(
+            f"{rel}: CPU lists of this host name over {MAX_CPU_ENTRIES} CPUs in all (the budget "
+            "of one probe); this one and later ones are not read"
+        )
+        return None
+    fs.cpu_entries += len(cpus)
+    fs.cpu_sets[key] = cpus
+    return cpus

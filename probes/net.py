@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from probes.devpath import nearest_pci
-from probes.hostfs import HostFS
+from probes.hostfs import U64_MAX, HostFS, parse_int
 from probes.ids import MACHINE_ID, net_id, pci_id
 from tuner.topology.model import NetDevice, TcpSettings
 
@@ -95,8 +95,10 @@ def _speed(fs: HostFS, rel: str) -> int | None:
     if not text:
         return None
     try:
-        speed = int(text)
+        speed = parse_int(text) if len(text) <= 20 else None
     except ValueError:
+        speed = None
+    if speed is None or speed > 0xFFFFFFFF:  # ethtool's speed is a u32
         fs.warn(f"{rel}: expected a speed in Mb/s, got {text[:40]!r}")
         return None
     return None if speed <= 0 or speed in _UNKNOWN_SPEEDS else speed
@@ -132,10 +134,10 @@ def _three_ints(fs: HostFS, rel: str) -> tuple[int, ...] | None:
         return None
     words = text.split()
     try:
-        values = tuple(int(word) for word in words)
+        values = tuple(parse_int(word) for word in words if len(word) <= 20)
     except ValueError:
         values = ()
-    if len(values) != 3:
+    if len(values) != 3 or len(words) != 3 or not all(0 <= v <= U64_MAX for v in values):
         fs.warn(f"{rel}: expected three integers (min default max), got {text[:40]!r}")
         return None
     return values

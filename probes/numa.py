@@ -19,7 +19,10 @@ MAX_NODES = 1 << 10
 """NUMA node numbers run below this (the kernel's MAX_NUMNODES is at most 1024)."""
 _NODE_NAME = re.compile(r"node([0-9]{1,4})$")
 _CPU_NAME = re.compile(r"cpu([0-9]{1,5})$")
-_MEMTOTAL = re.compile(r"MemTotal:\s+(\d+)\s*kB")
+_MEMTOTAL = re.compile(r"MemTotal:[ \t]+([0-9]+)[ \t]*kB")
+MAX_MEMORY_BYTES = 1 << 60
+"""More memory than any machine holds (1 EiB; x86-64's 5-level paging addresses 4 PiB): a larger
+MemTotal is a corrupt capture, and an unbounded one overflowed the float the text view shows."""
 
 
 def numa_id(os_index: int) -> str:
@@ -55,7 +58,13 @@ def memtotal_bytes(fs: HostFS, rel: str) -> int | None:
     if match is None:
         fs.warn(f"{rel}: no MemTotal line")
         return None
-    return int(match.group(1)) * 1024
+    kib = match.group(1)
+    size = int(kib) * 1024 if len(kib) <= 20 else None
+    if size is None or size > MAX_MEMORY_BYTES:
+        shown = kib if len(kib) <= 20 else kib[:20] + "..."
+        fs.warn(f"{rel}: MemTotal {shown} kB is implausible (over 1 EiB); ignored")
+        return None
+    return size
 
 
 def probe_numa(fs: HostFS) -> list[NumaNode]:

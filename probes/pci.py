@@ -40,7 +40,9 @@ BUS_DIR = "sys/bus/pci/devices"
 SLOTS_DIR = "sys/bus/pci/slots"
 DEVICES_DIR = "sys/devices"
 LINK_ATTRS = ("current_link_speed", "current_link_width", "max_link_speed", "max_link_width")
-_SPEED = re.compile(r"^(\d+(?:\.\d+)?)\s*GT/s\b")
+_SPEED = re.compile(r"^([0-9]{1,4}(?:\.[0-9]{1,4})?)\s*GT/s\b")
+_MAX_GTS = 1000.0
+"""Far above any PCIe generation (PCIe 7 runs 128 GT/s): a faster link is a corrupt capture."""
 _WIDTHS = frozenset((1, 2, 4, 8, 12, 16, 32))
 _SLOT_ADDRESS = re.compile(r"^([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2})(:[0-9a-fA-F]{2})?$")
 _MAX_NAME = 64  # SMBIOS strings and slot names are short; anything longer is not a name
@@ -303,7 +305,7 @@ def parse_link_speed(text: str) -> float | None:
     if text.lower().startswith("unknown"):
         return None
     match = _SPEED.match(text.strip())
-    if match is None or float(match.group(1)) <= 0:
+    if match is None or not 0 < float(match.group(1)) <= _MAX_GTS:
         raise ValueError(f"not a link speed: {text!r}")
     return float(match.group(1))
 

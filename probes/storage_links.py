@@ -25,8 +25,10 @@ from tuner.topology.model import StoragePort
 
 SAS_PHY_CLASS = "sys/class/sas_phy"
 ATA_LINK_CLASS = "sys/class/ata_link"
-_SAS_RATE = re.compile(r"^(\d+(?:\.\d+)?)\s*Gbit\b")
-_SATA_RATE = re.compile(r"^(\d+(?:\.\d+)?)\s*Gbps\b")
+# At most 4 digits each side: no SAS or SATA link runs 10,000 Gb/s, and a 400-digit rate would
+# overflow the float it is shown through.
+_SAS_RATE = re.compile(r"^([0-9]{1,4}(?:\.[0-9]{1,4})?)\s*Gbit\b")
+_SATA_RATE = re.compile(r"^([0-9]{1,4}(?:\.[0-9]{1,4})?)\s*Gbps\b")
 _LINKED_KINDS = frozenset(("sas_port", "ata_port"))
 
 

@@ -170,3 +170,22 @@ def test_a_peer_not_listening_is_one_line_and_exit_1() -> None:
     assert "iperf3: unable to connect to server" in lines[0]
     assert result.stdout == ""  # no findings from a path it could not measure
     assert time.monotonic() - started < 20
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["root", "plan-out-file", "plan-out-dir"],
+)
+def test_a_path_component_over_255_bytes_is_one_line(  # type: ignore[no-untyped-def]
+    hwloc_root, tmp_path: Path, where: str
+) -> None:
+    long = tmp_path / ("a" * 300)
+    root = str(long) if where == "root" else str(hwloc_root("2pa-pcidomain32bits"))
+    args = ["advise", "--root", root]
+    if where == "plan-out-file":
+        args += ["--plan-out", f"{long}.yaml"]
+    elif where == "plan-out-dir":
+        args += ["--plan-out", f"{long}/plan.yaml"]
+    said = one_line_exit_2(iotuner(*args))
+    assert "File name too long" in said
+    assert list(tmp_path.iterdir()) == []

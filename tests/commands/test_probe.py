@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -108,3 +111,57 @@ def test_live_probe_gather_replay(tmp_path: Path) -> None:
         b["name"] for b in live["block_devices"]
     }
     assert capture.stat().st_size < 2_000_000
+
+
+# -- hostile captures (issue 27): one line and exit 2, or a warning; never a traceback ---------
+
+
+def one_line_exit_2(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    return result.stderr
+
+
+@pytest.mark.parametrize("name", ["a" * 300, "a" * 300 + ".tar.xz", "a" * 300 + "/host"])
+def test_a_root_with_a_component_over_255_bytes_is_one_line(tmp_path: Path, name: str) -> None:
+    said = one_line_exit_2(iotuner("probe", "--root", str(tmp_path / name)))
+    assert "File name too long" in said
+
+
+@pytest.mark.parametrize("suffix", [".tar.xz", ".tar.gz", ".tar.bz2"])
+def test_a_capture_corrupt_past_its_header_is_one_line(
+    host: Path, tmp_path: Path, suffix: str
+) -> None:
+    good = tmp_path / f"good{suffix}"
+    with tarfile.open(good, f"w:{suffix.rpartition('.')[2]}") as tar:
+        tar.add(host, arcname="host")
+    data = bytearray(good.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 256] = bytes(256)
+    bad = tmp_path / f"bad{suffix}"
+    bad.write_bytes(bytes(data))
+    said = one_line_exit_2(iotuner("probe", "--root", str(bad)))
+    assert f"bad{suffix}: not a readable capture" in said
+
+
+def test_a_memtotal_of_400_digits_is_a_warning_in_the_text_view(host: Path, tmp_path: Path) -> None:
+    root = tmp_path / "host"
+    shutil.copytree(host, root, symlinks=True)
+    (root / "proc/meminfo").write_text(f"MemTotal: {'9' * 400} kB\nMemFree: 1 kB\n")
+    result = iotuner("probe", "--root", str(root))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert "proc/meminfo: MemTotal 99999999999999999999... kB is implausible" in result.stderr
+
+
+def test_block_classes_that_are_files_are_a_warning_not_a_silent_loss(
+    host: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "host"
+    shutil.copytree(host, root, symlinks=True)
+    for rel in ("sys/class/block", "sys/block"):
+        shutil.rmtree(root / rel)
+        (root / rel).write_text("")
+    result = iotuner("probe", "--root", str(root))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "sys/class/block: not a directory; its entries are not read" in result.stderr

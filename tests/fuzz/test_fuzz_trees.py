@@ -10,6 +10,7 @@ the limit, every warning is one line, and the plan written reads back.
 from __future__ import annotations
 
 import functools
+import io
 import json
 import os
 import shutil
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from rich.console import Console
 
 from probes.host import probe_host
 from probes.hostfs import MAX_FILE_BYTES, HostFS
@@ -33,6 +35,7 @@ from tuner.rules.installed import load_rule_base
 from tuner.rules.model import RuleBase
 from tuner.topology.document import to_document
 from tuner.topology.model import Machine
+from tuner.topology.view import render_topology
 
 SPECIAL = [
     "sys/devices/system/cpu/online", "sys/devices/system/cpu/present",
@@ -43,13 +46,24 @@ SPECIAL = [
     "proc/sys/net/ipv4/tcp_rmem", "proc/cpuinfo", "sys/block/sda/queue/scheduler",
     "sys/block/sda/queue/read_ahead_kb", "sys/block/sda/size", "sys/block/sda/dev",
     "sys/block/sda/queue/logical_block_size", "sys/block/sda/queue/max_sectors_kb",
+    "proc/irq/24/smp_affinity_list", "proc/irq/25/effective_affinity_list",
+    "proc/irq/26/smp_affinity", "sys/devices/system/node/online", "proc/sys/net/core/rmem_max",
 ]  # fmt: skip
+DIRS = [
+    "sys/class/block", "sys/block", "sys/bus/pci/devices", "sys/class/net",
+    "sys/devices/system/node", "sys/devices/system/cpu", "proc/irq", "sys/class/scsi_host",
+]  # fmt: skip
+"""Directories the probes list: made files (or FIFOs, links) by the mutations too (issue 27)."""
 TEXTS = [
     "0-4294967295", "4294967295", "0-99999999999999999999", "²", "٣", "1_000", "-128", "-1",
     "18446744073709551615", "0-31\n\0", "\0", "", "[[none] mq-deadline]]", "[none] [kyber]",
     "none\nmq-deadline", "CPU0 CPU99999999\n 0: 1 2 IO-APIC x", "CPU0\n ²: 1 IO-APIC y",
     "8:0\n", "²:0", "0x", "0-7:0/4", "0-7:9/4", "1e9", "nan", "10 20 30 40 50",
     "MemTotal: 99999999999999999999999 kB", "\x1b[31m[bold]red[/bold]", "a" * 5000, "\ufeff0-3",
+    # issue 27: CPU lists that are slow to expand, numbers no float holds
+    ",".join(["0-65535"] * 8192), ",".join(f"{n}-65535:1/{n % 64 + 2}" for n in range(4000)),
+    ",".join(["ffffffff"] * 2048), "9" * 400, f"MemTotal: {'9' * 400} kB", f"{'9' * 400} GT/s PCIe",
+    f"4096 131072 {'9' * 400}",
 ]  # fmt: skip
 
 
@@ -87,7 +101,7 @@ def _content(draw: st.DrawFn) -> Change:
 @st.composite
 def _changes(draw: st.DrawFn, files: list[str]) -> list[tuple[str, Change]]:
     count = draw(st.integers(1, 6))
-    paths = st.one_of(st.sampled_from(SPECIAL), st.sampled_from(files))
+    paths = st.one_of(st.sampled_from(SPECIAL), st.sampled_from(files), st.sampled_from(DIRS))
     return [(draw(paths), _content(draw)) for _ in range(count)]
 
 
@@ -123,6 +137,8 @@ def handles(root: Path) -> None:
         fs = HostFS(root)
         topology = probe_host(fs)
         json.dumps(to_document(topology))
+        # The text view too: a 400-digit MemTotal once overflowed its float formatting.
+        Console(file=io.StringIO(), width=100).print(render_topology(topology, None))
         targets = collect(topology, FactOptions(link_gbps=10, rtt_ms=50, live=False))
         for workload in ("stream-read", "disk-to-network"):
             result = evaluate(rules, targets, workload)

@@ -204,3 +204,15 @@ def test_a_malformed_scheduler_line_warns(tree: SysTree) -> None:
     assert fs.warnings == [
         "sys/block/sda/queue/scheduler: expected scheduler names, got '[[none] mq-deadline]]'"
     ]
+
+
+def test_block_directories_that_are_files_warn_instead_of_hiding_every_disk(
+    tree: SysTree,
+) -> None:
+    tree.file("sys/class/block", "x").file("sys/block", "")
+    fs = HostFS(tree.root)
+    assert find_block_dirs(fs) == []
+    assert fs.warnings == [
+        "sys/block: not a directory; its entries are not read",
+        "sys/class/block: not a directory; its entries are not read",
+    ]

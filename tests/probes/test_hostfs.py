@@ -7,6 +7,7 @@ import os
 import pytest
 
 from probes.hostfs import (
+    MAX_CPU_ENTRIES,
     MAX_CPUS,
     MAX_FILE_BYTES,
     HostFS,
@@ -176,3 +177,70 @@ def test_names_holding_control_characters_are_skipped_with_a_warning(tree: SysTr
     assert all("\x1b" not in w for w in fs.warnings)
     assert fs.link_name("sys/block/sda/device") == "x\ufffd]0;t\ufffdy"
     assert "\x1b" not in (fs.readlink("sys/block/sda/device") or "")
+# -- hostile captures (issue 27): bounded time and memory, a warning never an exception --------
+
+
+def _timed(call: object, *args: str) -> tuple[object, float]:
+    import time
+
+    start = time.monotonic()
+    result = call(*args)  # type: ignore[operator]
+    return result, time.monotonic() - start
+
+
+def test_a_64k_cpu_list_of_repeated_ranges_parses_in_bounded_time() -> None:
+    text = ",".join(["0-65535"] * 8192)  # 64 KiB less one byte
+    cpus, took = _timed(parse_cpulist, text)
+    assert cpus == tuple(range(MAX_CPUS))
+    assert took < 2.0, f"{took:.1f} s"
+
+
+def test_a_cpu_list_of_distinct_strided_groups_parses_in_bounded_time() -> None:
+    # Each chunk is different, so no de-duplication of repeated text can save the parser.
+    chunks = [f"{start}-65535:{start % 7 + 1}/{start % 7 + 9}" for start in range(5000)]
+    cpus, took = _timed(parse_cpulist, ",".join(chunks))
+    assert isinstance(cpus, tuple) and cpus[0] == 0 and cpus[-1] <= MAX_CPUS - 1
+    assert took < 3.0, f"{took:.1f} s"
+
+
+def test_a_full_width_cpu_mask_parses_in_bounded_time() -> None:
+    mask = ",".join(["ffffffff"] * (MAX_CPUS // 32))
+    cpus, took = _timed(parse_cpumask, mask)
+    assert cpus == tuple(range(MAX_CPUS))
+    assert took < 2.0, f"{took:.1f} s"
+
+
+@pytest.mark.parametrize("rel", ["sys/class/block", "sys/bus/pci/devices", "sys/class/net"])
+def test_a_file_where_a_directory_belongs_is_a_warning(tree: SysTree, rel: str) -> None:
+    tree.file(rel, "x")
+    fs = HostFS(tree.root)
+    assert fs.listdir(rel) == []
+    assert fs.warnings == [f"{rel}: not a directory; its entries are not read"]
+
+
+@pytest.mark.parametrize("text", ["9" * 400, "-" + "9" * 400, str(1 << 64)])
+def test_integers_no_kernel_holds_are_implausible(tree: SysTree, text: str) -> None:
+    tree.file("proc/sys/vm/dirty_bytes", text)
+    fs = HostFS(tree.root)
+    assert fs.read_int("proc/sys/vm/dirty_bytes") is None
+    assert len(fs.warnings) == 1 and "implausible" in fs.warnings[0]
+    assert len(fs.warnings[0]) < 200
+
+
+def test_identical_cpu_lists_share_one_tuple(tree: SysTree) -> None:
+    tree.file("proc/irq/1/smp_affinity_list", "0-1023").file(
+        "proc/irq/2/smp_affinity_list", "0-1023"
+    )
+    fs = HostFS(tree.root)
+    first = read_cpulist(fs, "proc/irq/1/smp_affinity_list")
+    assert first is read_cpulist(fs, "proc/irq/2/smp_affinity_list")
+
+
+def test_cpu_lists_stop_at_the_budget_with_a_warning(tree: SysTree) -> None:
+    for n in range(80):
+        tree.file(f"proc/irq/{n}/smp_affinity_list", f"{n}-65535")
+    fs = HostFS(tree.root)
+    read = [read_cpulist(fs, f"proc/irq/{n}/smp_affinity_list") for n in range(80)]
+    assert sum(len(cpus or ()) for cpus in read) <= MAX_CPU_ENTRIES
+    assert read[0] == tuple(range(MAX_CPUS)) and read[-1] is None
+    assert any("CPU lists" in w and "budget" in w for w in fs.warnings)

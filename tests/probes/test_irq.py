@@ -160,3 +160,29 @@ def test_nothing_to_read_gives_no_irqs_and_no_warning(tree: SysTree) -> None:
     fs = HostFS(tree.root)
     assert probe_irqs(fs) == []
     assert fs.warnings == []
+
+
+def test_300_irqs_affine_to_65536_cpus_stay_within_memory_and_time(tree: SysTree) -> None:
+    import time
+    import tracemalloc
+
+    lines = ["            CPU0"]
+    for irq in range(300):
+        lines.append(f" {irq + 100}:   1   PCI-MSI-edge   q{irq}")
+        # Each list differs, so sharing equal tuples alone cannot hold the bound.
+        tree.file(f"proc/irq/{irq + 100}/smp_affinity_list", f"{irq}-65535")
+        tree.file(f"proc/irq/{irq + 100}/effective_affinity_list", "0-65535")
+    tree.file("proc/interrupts", "\n".join(lines))
+    fs = HostFS(tree.root)
+    tracemalloc.start()
+    start = time.monotonic()
+    try:
+        irqs = probe_irqs(fs)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(irqs) == 300
+    assert peak < 80 << 20, f"peak {peak >> 20} MiB"
+    assert time.monotonic() - start < 20
+    assert irqs[0].effective_affinity == tuple(range(65536))
+    assert any("budget" in w for w in fs.warnings)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from probes.hostfs import HostFS
-from probes.net import probe_net
+from probes.net import probe_net, probe_tcp
 from tests.sysfs_tree import SysTree
 from tuner.topology.model import NetDevice
 
@@ -215,3 +215,15 @@ def test_tcp_rmem_with_words_warns(tree: SysTree) -> None:
     assert fs.warnings == [
         f"{IPV4}/tcp_rmem: expected three integers (min default max), got '4096 lots 6291456'"
     ]
+
+
+def test_speeds_and_buffer_sizes_no_kernel_holds_warn(tree: SysTree) -> None:
+    path = f"{PCI0}/0000:00:19.0"
+    pci_function(tree, path, "e1000e")
+    interface(tree, path, "eno1", {"speed": "9" * 400})
+    interface(tree, path, "eno2", {"speed": "\u0663\u0663"})
+    tree.file("proc/sys/net/ipv4/tcp_rmem", f"4096 131072 {'9' * 400}")
+    fs = HostFS(tree.root)
+    assert [d.speed_mbps for d in probe_net(fs)[0]] == [None, None]
+    assert probe_tcp(fs).tcp_rmem is None
+    assert len(fs.warnings) == 3 and all(len(w) < 200 for w in fs.warnings), fs.warnings

@@ -87,3 +87,18 @@ def test_cpulists_ending_in_newline_and_nul_keep_their_cpus(tree: SysTree) -> No
     fs = HostFS(tree.root)
     assert [n.cpus for n in probe_numa(fs)] == [tuple(range(32)), tuple(range(32, 64))]
     assert fs.warnings == []
+
+
+def test_a_memtotal_no_machine_has_is_a_warning(tree: SysTree) -> None:
+    tree.file("proc/meminfo", f"MemTotal: {'9' * 400} kB\nMemFree: 1 kB")
+    fs = HostFS(tree.root)
+    [node] = probe_numa(fs)
+    assert node.memory_bytes is None
+    assert len(fs.warnings) == 1 and "proc/meminfo: MemTotal" in fs.warnings[0]
+    assert "implausible" in fs.warnings[0] and len(fs.warnings[0]) < 200
+
+
+def test_a_memtotal_in_other_digits_is_not_read(tree: SysTree) -> None:
+    tree.file("proc/meminfo", "MemTotal: \u0663\u0663 kB\n")
+    fs = HostFS(tree.root)
+    assert probe_numa(fs)[0].memory_bytes is None

@@ -263,7 +263,9 @@ def test_parse_link_speed(text: str, gts: float | None) -> None:
     assert parse_link_speed(text) == gts
 
 
-@pytest.mark.parametrize("text", ["", "fast", "0 GT/s", "GT/s 8"])
+@pytest.mark.parametrize(
+    "text", ["", "fast", "0 GT/s", "GT/s 8", f"{'9' * 400} GT/s", "\u0663 GT/s", "9999 GT/s"]
+)
 def test_parse_link_speed_rejects_garbage(text: str) -> None:
     with pytest.raises(ValueError):
         parse_link_speed(text)
