@@ -38,6 +38,7 @@ from tuner.trials.fio import (
     writes,
 )
 from tuner.trials.flags import CUT_SHORT, DATA_SET, OUT_OF_MEMORY, Flag, joined
+from tuner.trials.placement import check_placement
 from tuner.trials.memcap import FIO_OVERHEAD_BYTES, CacheHold, MemoryCap, memory_cap
 from tuner.trials.safety import exclusive_writes
 from tuner.trials.settle import MAX_SETTLE_S, MIN_SETTLE_S, needed_ramp, unsettled
@@ -337,6 +338,8 @@ def _placement(
         # The user's own file, or the part of a device the user's job names, read as the job
         # places its reads (every job from offset 0 of `size` unless the job says otherwise):
         # that is the workload whose speed counts.
+        if target.user_file:
+            check_placement(workload.region, options, target.size_bytes, target.path)
         region = user_region_bytes(workload, target)
         return {"filename": target.path, "own_region": workload.region}, region
     if files == 1:
