@@ -29,6 +29,7 @@ from tuner.trials.fio import (
     invalidates,
     is_buffered,
     is_random,
+    job_comment,
     job_text,
     numjobs,
     parse_result,
@@ -38,8 +39,8 @@ from tuner.trials.fio import (
     writes,
 )
 from tuner.trials.flags import CUT_SHORT, DATA_SET, OUT_OF_MEMORY, Flag, joined
-from tuner.trials.placement import check_placement
 from tuner.trials.memcap import FIO_OVERHEAD_BYTES, CacheHold, MemoryCap, memory_cap
+from tuner.trials.placement import check_placement
 from tuner.trials.safety import exclusive_writes
 from tuner.trials.settle import MAX_SETTLE_S, MIN_SETTLE_S, needed_ramp, unsettled
 from tuner.trials.targets import TrialTarget
@@ -122,7 +123,8 @@ def run_trial(
     if file_count(options) > 1:
         # fio lays out a multi-file data set by writing it; do that before the caches drop.
         layout = job_text(options, runtime_s=0, ramp_s=0, create_only=True, **placement)
-        run_fio(layout, timeout_s=timeout, what=target.path, devices=target.devices)
+        run_fio(layout, timeout_s=timeout, what=target.path, devices=target.devices,
+                may_write=True)  # fmt: skip
     buffered = is_buffered(options)
     limit, cached_share = _cache_share(cache, options, region)
     topology = live_storage(live_host())
@@ -160,7 +162,7 @@ def run_trial(
                 with Sampler((*target.devices, *lower)) as sampler:
                     doc = run_fio(text, timeout_s=3 * (runtime_s + ramp_s) + 120, what=target.path,
                                   preexec=cap.joiner() if cap is not None else None,
-                                  devices=target.devices)  # fmt: skip
+                                  devices=target.devices, may_write=writes(options))  # fmt: skip
                 fio = parse_result(doc)
                 start, end = measured_window(doc, fio.runtime_s, sampler, ramp_s)
                 moved = sampler.between(start, end, target.devices)
@@ -218,7 +220,7 @@ def _warm_up(
     """
     start = str(workload.region.get("offset", 0)) if reads_own_region(target, workload) else "0"
     text = "\n".join([
-        "; written by iotuner: warm-up", "[global]", f"filename={escape_path(target.path)}",
+        job_comment("warm-up"), "[global]", f"filename={escape_path(target.path)}",
         "rw=read", "bs=1M", "ioengine=psync", "direct=0", "invalidate=0",
         f"offset={start}", f"size={size}", "[warm]",
     ]) + "\n"  # fmt: skip
