@@ -157,3 +157,24 @@ def test_a_job_file_whose_name_holds_a_section_runs_no_command(
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "control character" in lines[0], result.stderr
+
+
+@pytest.mark.lab_parallel  # its own loop device; refused before any trial
+def test_a_filesize_larger_than_the_free_space_is_refused_before_a_trial(
+    tmp_path: Path,
+    loops: Loops,  # noqa: F811
+) -> None:
+    """fio extends a scratch file to the job's filesize whatever size= says: the free-space
+    check counts it (a 400 MiB filesize on a file system with 100 MiB free)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    point = loops.mkfs_mount(loops.loop(112 * MiB))
+    path = tmp_path / "burst.fio"
+    path.write_text("[burst]\nrw=write\nbs=64k\nioengine=psync\nsize=16m\nfilesize=400m\n")
+    result = iotuner("tune", "--target", str(point), "--fio-job", str(path), "--budget", "3",
+                     "--runtime", "1", "--ramp", "0", "--time", "1", state=tmp_path / "state",
+                     timeout=300)  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "400.0 MiB scratch file needs more than" in lines[0], lines
+    assert sorted(p.name for p in point.iterdir()) == ["lost+found"]

@@ -149,6 +149,15 @@ def fio_size(text: Any) -> int:
     return number * 1024 ** "_kmgtp".index(unit) if unit else number
 
 
+def largest_size(text: Any) -> int:
+    """The largest size in a fio value that may be a range or a list: "64k" -> 65536,
+    "1m-2m" -> 2 MiB, "4k,64k" -> 64 KiB; ValueError when a part is not a size."""
+    parts = [part for part in re.split(r"[-,:/]", str(text)) if part.strip()]
+    if not parts:
+        raise ValueError(f"not a fio size: {text!r}")
+    return max(fio_size(part) for part in parts)
+
+
 def job_text(
     options: Mapping[str, Any],
     *,

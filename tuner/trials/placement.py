@@ -21,11 +21,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from tuner.errors import BadInput
-from tuner.trials.fio import count, fio_size
+from tuner.trials.fio import count, fio_size, largest_size
 from tuner.units import human_bytes
 
 _PERCENT = re.compile(r"\s*([0-9]{1,3})\s*%\s*")
-_RANGE_SPLIT = re.compile(r"[-,:/]")
 
 
 def check_placement(
@@ -61,13 +60,13 @@ def placement_problem(
     copies = max(jobs or 0, _whole(options, "numjobs"))
     if _whole(options, "nrfiles") > 1:
         return f"nrfiles={options['nrfiles']} makes files beside the one named"
-    largest = max(block or 0, _largest_block(options))
     filesize = options.get("filesize")
     if filesize is not None:
-        bounds = _sizes(str(filesize))
-        if bounds is None:
+        try:
+            largest = largest_size(filesize)
+        except ValueError:
             return f"filesize={filesize} is not a size iotuner can bound"
-        if max(bounds) > file_bytes:
+        if largest > file_bytes:
             return f"filesize={filesize} is larger than the file"
     try:
         size, size_percent = _share(region, "size", file_bytes)
@@ -77,7 +76,9 @@ def placement_problem(
         return str(err)
     start = (offset or 0) + (step or 0) * (copies - 1)
     if offset_percent or step_percent:
-        start += largest  # fio rounds the offset up to a whole block
+        start += max(
+            block or 0, _largest_block(options)
+        )  # fio rounds the offset up to a whole block
     last = f"offset={region.get('offset', 0)}" + (
         f" + {copies - 1} x offset_increment={region['offset_increment']}"
         if step and copies > 1
@@ -108,22 +109,16 @@ def _share(region: Mapping[str, Any], key: str, file_bytes: int) -> tuple[int | 
         raise ValueError(f"{key}={text} is not a size iotuner can bound") from None
 
 
-def _sizes(text: str) -> list[int] | None:
-    """Every size in a value such as 4k, 1m-2m or 4k,64k; None when one is not a size."""
-    try:
-        return [fio_size(part) for part in _RANGE_SPLIT.split(text) if part.strip()] or None
-    except ValueError:
-        return None
-
-
 def _largest_block(options: Mapping[str, Any]) -> int:
-    found = [
-        size
-        for key in ("bs", "bsrange", "bssplit")
-        if options.get(key) is not None
-        for size in (_sizes(str(options[key])) or [4 << 20])
-    ]
+    found = [_block(options[key]) for key in ("bs", "bsrange", "bssplit") if options.get(key)]
     return max(found, default=4096)
+
+
+def _block(value: Any) -> int:
+    try:
+        return largest_size(value)
+    except ValueError:
+        return 4 << 20  # the largest block the search tries
 
 
 def _whole(options: Mapping[str, Any], key: str) -> int:

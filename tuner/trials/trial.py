@@ -31,6 +31,7 @@ from tuner.trials.fio import (
     is_random,
     job_comment,
     job_text,
+    largest_size,
     numjobs,
     parse_result,
     reads,
@@ -354,7 +355,7 @@ def _placement(
     if options.get("filesize") is None:
         raise BadInput(f"workload {workload.name}: nrfiles={files} needs filesize=")
     try:
-        region = files * fio_size(options["filesize"]) * numjobs(options)
+        region = files * largest_size(options["filesize"]) * numjobs(options)
     except ValueError as err:
         raise BadInput(f"workload {workload.name}: filesize: {err}") from None
     prefix = f"{target.scratch_prefix}.fio"
