@@ -11,7 +11,7 @@ fio also runs every trial that does not write with `--readonly` (fio.py), which 
 layout a second time.
 
 Percentages (`size=50%`, `offset=25%`) are of the file, at most 100; fio rounds a percentage's
-offset up to a whole block, so the largest block a trial may use is added to it.
+offset up to a whole block: here up to the largest block a trial may use.
 """
 
 from __future__ import annotations
@@ -75,10 +75,9 @@ def placement_problem(
     except ValueError as err:
         return str(err)
     start = (offset or 0) + (step or 0) * (copies - 1)
-    if offset_percent or step_percent:
-        start += max(
-            block or 0, _largest_block(options)
-        )  # fio rounds the offset up to a whole block
+    if offset_percent or step_percent:  # fio rounds such an offset up to a whole block
+        unit = max(block or 0, _largest_block(options), 1)
+        start = -(-start // unit) * unit
     last = f"offset={region.get('offset', 0)}" + (
         f" + {copies - 1} x offset_increment={region['offset_increment']}"
         if step and copies > 1
