@@ -56,6 +56,7 @@ PAST_THE_END: list[tuple[dict[str, str], dict[str, Any]]] = [
     ({"size": "64k", "offset_increment": "50%"}, {"numjobs": "3"}),
     ({"size": "200%"}, {}),
     ({"offset": "100%"}, {}),
+    ({"offset": "128k"}, {"filesize": "64k"}),  # inside the file, past the size fio gives it
 ]
 
 

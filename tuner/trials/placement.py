@@ -85,6 +85,9 @@ def placement_problem(
     )
     if start >= file_bytes and (offset or step):
         return f"{last} starts at or past the end of the file"
+    if filesize is not None and start > _smallest(filesize):
+        # fio's own refusal ("you need to specify valid offset="), one trial in, otherwise
+        return f"{last} starts past filesize={filesize}"
     if size is not None and not size_percent and start + size > file_bytes:
         return f"{last} + size={region['size']} ends past the end of the file"
     return None
@@ -106,6 +109,11 @@ def _share(region: Mapping[str, Any], key: str, file_bytes: int) -> tuple[int | 
         return fio_size(text), False
     except ValueError:
         raise ValueError(f"{key}={text} is not a size iotuner can bound") from None
+
+
+def _smallest(value: Any) -> int:
+    parts = [part for part in re.split(r"[-,:/]", str(value)) if part.strip()]
+    return min(fio_size(part) for part in parts)
 
 
 def _largest_block(options: Mapping[str, Any]) -> int:
