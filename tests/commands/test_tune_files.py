@@ -93,3 +93,88 @@ def test_a_baseline_read_from_a_cache_below_stops_the_tune(tmp_path: Path, loops
     ), result.stderr
     assert "the baseline cannot be measured honestly (trial 1: " in lines[-1]
     assert Path(f"/sys/block/{name}/queue/read_ahead_kb").read_text() == before
+
+
+def state(path: Path) -> tuple[str, int, int, int]:
+    """What a user would notice of a file: content, inode, size, mtime."""
+    info = path.stat()
+    return digest(path), info.st_ino, info.st_size, info.st_mtime_ns
+
+
+@pytest.mark.lab_parallel  # its own loop device; refused before any trial
+@pytest.mark.parametrize(
+    "placement",
+    ["size=200m", "filesize=100m", "offset=79m\nsize=4m", "numjobs=4\noffset_increment=30m",
+     "size=100m\nfallocate=truncate", "offset=99%\nsize=2m"],
+    ids=["size", "filesize", "offset", "offset_increment", "fallocate", "offset-percent"],
+)  # fmt: skip
+def test_a_read_past_the_end_of_the_users_file_is_refused_and_the_file_kept(
+    tmp_path: Path,
+    loops: Loops,  # noqa: F811
+    placement: str,
+) -> None:
+    """A rw=randread job whose region passes the end of the user's own file: fio would lay
+    the file out (unlink, recreate, fill it). One line, exit 2, the file as it was."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    data = users_file(loops)
+    before = state(data)
+    path = tmp_path / "lookup.fio"
+    path.write_text(f"[lookup]\nrw=randread\nbs=4k\nioengine=psync\nfilename={data}\n{placement}\n")
+    result = iotuner("tune", "--fio-job", str(path), "--budget", "3", "--runtime", "1",
+                     "--ramp", "0", "--time", "1", state=tmp_path / "state",
+                     timeout=300)  # fmt: skip
+    assert state(data) == before, "the user's file was laid out again"
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0] == f"iotuner: {data}: " + lines[0].split(": ", 2)[2]
+    assert "lay the file out" in lines[0]
+
+
+@pytest.mark.lab_parallel  # its own loop device; refused before any trial
+def test_a_job_file_whose_name_holds_a_section_runs_no_command(
+    tmp_path: Path,
+    loops: Loops,  # noqa: F811
+) -> None:
+    """A job file named "lookup<newline>[global]<newline>exec_prerun=..." (a glob picks it up
+    as well as any other): its name must never become lines of the trial's job."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    data = users_file(loops)
+    marker = Path(f"/tmp/iotuner-pwned-{os.getpid()}")
+    marker.unlink(missing_ok=True)
+    # A file name holds no '/': printf writes the marker's path (\057 is '/').
+    name = f"lookup\n[global]\nexec_prerun=touch `printf '\\057tmp\\057{marker.name}'`"
+    path = tmp_path / name
+    path.write_text(f"[lookup]\nrw=randread\nbs=4k\nioengine=psync\ndirect=1\nfilename={data}\n")
+    try:
+        result = iotuner("tune", "--fio-job", str(path), "--budget", "3", "--runtime", "1",
+                         "--ramp", "0", "--time", "1", state=tmp_path / "state",
+                         timeout=300)  # fmt: skip
+        assert not marker.exists(), "the job file's name ran a command"
+    finally:
+        marker.unlink(missing_ok=True)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "control character" in lines[0], result.stderr
+
+
+@pytest.mark.lab_parallel  # its own loop device; refused before any trial
+def test_a_filesize_larger_than_the_free_space_is_refused_before_a_trial(
+    tmp_path: Path,
+    loops: Loops,  # noqa: F811
+) -> None:
+    """fio extends a scratch file to the job's filesize whatever size= says: the free-space
+    check counts it (a 400 MiB filesize on a file system with 100 MiB free)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    point = loops.mkfs_mount(loops.loop(112 * MiB))
+    path = tmp_path / "burst.fio"
+    path.write_text("[burst]\nrw=write\nbs=64k\nioengine=psync\nsize=16m\nfilesize=400m\n")
+    result = iotuner("tune", "--target", str(point), "--fio-job", str(path), "--budget", "3",
+                     "--runtime", "1", "--ramp", "0", "--time", "1", state=tmp_path / "state",
+                     timeout=300)  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "400.0 MiB scratch file needs more than" in lines[0], lines
+    assert sorted(p.name for p in point.iterdir()) == ["lost+found"]

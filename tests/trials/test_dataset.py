@@ -43,6 +43,11 @@ def test_a_tiny_share_is_rounded_up_to_what_a_cgroup_can_hold() -> None:
         ({"nrfiles": 4096, "filesize": "64k", "numjobs": 4}, GiB),
         ({"size": "50%"}, None),  # a share of a file iotuner has not seen
         ({"rw": "read"}, None),
+        # fio extends one file to filesize: the scratch file (and its free-space check) too
+        ({"filesize": "2g"}, 2 * GiB),
+        ({"filesize": "1g-2g", "size": "16m"}, 2 * GiB),
+        ({"filesize": "400m", "size": "1g", "numjobs": 2}, 2 * GiB),
+        ({"nrfiles": 4, "filesize": "1m-2m", "numjobs": 2}, 16 * MiB),
     ],
 )
 def test_the_data_set_a_job_names(options: dict[str, object], expected: int | None) -> None:

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tuner.errors import IotunerError
+from tuner.errors import BadInput, IotunerError
 from tuner.rules.installed import load_rule_base
 from tuner.trials.fio import (
     FIO_MISSING,
     AppParams,
+    escape_path,
     fio_size,
     first_error,
     is_buffered,
@@ -172,3 +174,89 @@ def test_missing_fio_is_one_line_not_a_traceback(
     with pytest.raises(IotunerError) as caught:
         run_fio("[x]\n", timeout_s=5, what="nothing")
     assert str(caught.value) == FIO_MISSING == "fio not found: install the Debian package fio"
+
+
+needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+
+
+@needs_fio
+def test_a_job_that_does_not_write_runs_fio_read_only(tmp_path: Path) -> None:
+    """fio --readonly: a read job whose region passes the end of its file cannot lay it out
+    (fio would unlink, recreate and fill it), and a write job given as a read one fails."""
+    data = tmp_path / "records.dat"
+    data.write_bytes(b"x" * 65536)
+    inode = data.stat().st_ino
+    text = job_text({"rw": "randread", "bs": "4k"}, runtime_s=0.2, ramp_s=0,
+                    filename=str(data), own_region={"size": "1m"})  # fmt: skip
+    with pytest.raises(IotunerError):
+        run_fio(text, timeout_s=60, what=str(data))
+    assert data.read_bytes() == b"x" * 65536 and data.stat().st_ino == inode
+    writing = job_text({"rw": "randwrite", "bs": "4k"}, runtime_s=0.2, ramp_s=0,
+                       filename=str(data), region_bytes=1 << 20)  # fmt: skip
+    with pytest.raises(IotunerError, match=r"read-only|readonly"):
+        run_fio(writing, timeout_s=60, what=str(data))
+    assert data.read_bytes() == b"x" * 65536
+
+
+@needs_fio
+def test_a_title_cannot_add_a_section_to_the_job(tmp_path: Path) -> None:
+    """A job file's name becomes the trial's title: a newline in it must not end the comment
+    line and start a [global] that runs a command as root."""
+    marker = tmp_path / "PWNED"
+    data = tmp_path / "records.dat"
+    data.write_bytes(os.urandom(1 << 20))
+    title = (f"fio-job:x\n[global]\nexec_prerun=touch {marker}\r\n[global]\r"
+             f"exec_postrun=touch {marker}")  # fmt: skip
+    text = job_text({"rw": "read", "bs": "4k"}, runtime_s=0.2, ramp_s=0, filename=str(data),
+                    region_bytes=1 << 20, title=title)  # fmt: skip
+    assert text.count("\n") == len(text.splitlines()) and "\r" not in text
+    lines = text.splitlines()
+    assert [line for line in lines if "exec_" in line and not line.startswith(";")] == []
+    run_fio(text, timeout_s=60, what=str(data))
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "written"),
+    [("/srv/data/x.dat", "/srv/data/x.dat"), ("/srv/a:b", "/srv/a\\:b"),
+     ("/srv/a:b:c", "/srv/a\\:b\\:c"), ("/srv/données", "/srv/données")],
+)  # fmt: skip
+def test_a_path_is_escaped_as_fio_reads_it(path: str, written: str) -> None:
+    assert escape_path(path) == written
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/srv/$HOME/x", "/srv/${X}", "/srv/$ncpus", "/srv/$mb_memory", "/srv/$pagesize",
+     "/srv/a\nb", "/srv/a\rb", "/srv/a\x1bb", "/srv/a\x00b", "/srv/a\\:b", " /srv/x",
+     "/srv/x ", "/srv/a\x7fb", "-", ""],
+)  # fmt: skip
+def test_a_path_fio_would_read_otherwise_is_refused_in_one_line(path: str) -> None:
+    """fio substitutes $VAR, ${VAR} and its keywords ($ncpus, $mb_memory, $pagesize) with no
+    escape for '$', ends a value at a newline, strips blanks and reads '-' as stdin."""
+    with pytest.raises(BadInput) as caught:
+        escape_path(path)
+    message = str(caught.value)
+    assert "\n" not in message and "\r" not in message and caught.value.exit_code == 2
+    assert repr(path)[1:-1][:20] in message
+
+
+@needs_fio
+@pytest.mark.parametrize("name", ["a:b", "c$HOME"])
+def test_a_directory_whose_name_fio_reads_otherwise_is_written_so_or_refused(
+    tmp_path: Path, name: str
+) -> None:
+    """A scratch directory with ':' is written '\\:' and fio makes its files there; one with
+    '$' is refused before fio runs."""
+    folder = tmp_path / name
+    folder.mkdir()
+    options = {"rw": "read", "bs": "4k", "nrfiles": 2, "filesize": "64k"}
+    if "$" in name:
+        with pytest.raises(BadInput):
+            job_text(options, runtime_s=0, ramp_s=0, directory=str(folder), file_prefix="t",
+                     create_only=True)  # fmt: skip
+        return
+    text = job_text(options, runtime_s=0, ramp_s=0, directory=str(folder), file_prefix="t",
+                    create_only=True)  # fmt: skip
+    run_fio(text, timeout_s=60, what=str(folder), may_write=True)
+    assert sorted(p.name for p in folder.iterdir()) == ["t.0.0", "t.0.1"]

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 
 from probes.host_root import live_host
 from tuner.bottleneck.groups import Group
-from tuner.errors import BadInput
 from tuner.trials.blockdev import cached_below, live_storage
 from tuner.trials.faults import TrialFault
-from tuner.trials.fio import parse_result, run_fio
+from tuner.trials.fio import escape_path, parse_result, run_fio
 from tuner.trials.targets import TrialTarget
 
 BLOCK = "1M"
@@ -74,10 +73,7 @@ def job_text(paths: Sequence[str], runtime_s: float, ramp_s: float = RAMP_S) -> 
         f"ramp_time={round(ramp_s * 1000)}ms",
     ]
     for index, path in enumerate(paths):
-        if "\n" in path:
-            raise BadInput(f"{path!r}: a path with a newline cannot go into a fio job")
-        # fio separates several file names with ':'; a literal one is written '\:'.
-        lines += [f"[dev{index}]", "filename=" + path.replace(":", "\\:")]
+        lines += [f"[dev{index}]", "filename=" + escape_path(path)]
     return "\n".join(lines) + "\n"
 
 

@@ -21,7 +21,7 @@ from tuner.plan import plan_from_tune, write_plan
 from tuner.results import save_result
 from tuner.rules.installed import check_workload, load_rule_base
 from tuner.rules.model import RuleBase, Workload
-from tuner.search.space import APP
+from tuner.search.space import APP, APP_MAX_BS, APP_MAX_NUMJOBS
 from tuner.topology.model import Machine
 from tuner.trials.dataset import CacheModel, job_data_set
 from tuner.trials.faults import TrialFault
@@ -29,6 +29,7 @@ from tuner.trials.fio import file_count, is_buffered, reads, writes
 from tuner.trials.idle import wait_until_idle
 from tuner.trials.jobfile import load_fio_job
 from tuner.trials.peer import parse_peer
+from tuner.trials.placement import check_placement
 from tuner.trials.targets import TrialTarget
 from tuner.trials.trial import reads_own_region, user_region_bytes
 from tuner.tunables.engine import TunableEngine
@@ -208,7 +209,9 @@ def tune(
     went: list[tuple[str, str]] = []  # values whose device went before they could be restored
     try:
         with ExitStack() as stack:
-            trial_target = stack.enter_context(_target(target, destroy_data, chosen, console))
+            trial_target = stack.enter_context(
+                _target(target, destroy_data, chosen, console, app_params)
+            )
             cache = cache_model(chosen, trial_target, data_set, cache_memory)
             if cache is not None:
                 console.print(cache.describe(), style="dim", highlight=False)
@@ -304,7 +307,7 @@ def _workload(base: RuleBase, name: str, fio_job: Path | None) -> Workload:
 
 @contextmanager
 def _target(
-    target: str | None, destroy_data: str | None, workload: Workload, console: Console
+    target: str | None, destroy_data: str | None, workload: Workload, console: Console, app: bool
 ) -> Iterator[TrialTarget]:
     """The trial target: the user's own file (a read-only --fio-job naming one), the lab
     (main job), a device, or a scratch file in a directory."""
@@ -316,7 +319,7 @@ def _target(
         console.print("lab torn down", style="dim")
         return
     if workload.files and not writes(workload.fio):
-        yield _users_file(workload, target)
+        yield _users_file(workload, target, app)
         return
     path = target or destroy_data
     assert path is not None
@@ -342,7 +345,7 @@ def _target(
     yield device
 
 
-def _users_file(workload: Workload, target: str | None) -> TrialTarget:
+def _users_file(workload: Workload, target: str | None, app: bool) -> TrialTarget:
     """The one existing file a read-only --fio-job names, as the trial target: its trials read
     the user's own data. With --target, the file must lie there (a directory above it, or the
     device its file system is on)."""
@@ -352,6 +355,10 @@ def _users_file(workload: Workload, target: str | None) -> TrialTarget:
             "a trial reads one: give the job one filename="
         )
     found = TrialTarget.file(workload.files[0])
+    # Before any trial, for every point the search may try: its numjobs and bs too.
+    jobs, block = (APP_MAX_NUMJOBS, APP_MAX_BS) if app else (None, None)
+    check_placement(workload.region, workload.fio, found.size_bytes, found.path, jobs=jobs,
+                    block=block)  # fmt: skip
     if target is None:
         return found
     where = Path(target)

@@ -138,12 +138,17 @@ def point_key(point: Mapping[tuple[str, str], Value]) -> tuple[tuple[str, str, V
     return tuple(sorted((key, target, value) for (key, target), value in point.items()))
 
 
+APP_MAX_BS = 4 << 20
+APP_MAX_NUMJOBS = 8
+"""The largest bs and numjobs --app-params may try (a user's file is bounded by both)."""
+
+
 def app_dimensions() -> list[Dimension]:
     """fio's bs (bytes, powers of two 4 KiB..4 MiB), iodepth 1..64, numjobs 1..8, direct."""
     return [
-        Dimension("bs", APP, "int", 4096, 4 << 20, log=True, pow2=True),
+        Dimension("bs", APP, "int", 4096, APP_MAX_BS, log=True, pow2=True),
         Dimension("iodepth", APP, "int", 1, 64, log=True),
-        Dimension("numjobs", APP, "int", 1, 8),
+        Dimension("numjobs", APP, "int", 1, APP_MAX_NUMJOBS),
         Dimension("direct", APP, "categorical", choices=(0, 1)),
     ]
 

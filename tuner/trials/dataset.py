@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tuner.trials.fio import count, fio_size
+from tuner.trials.fio import count, fio_size, largest_size
 from tuner.units import human_bytes
 
 # Below this a cgroup cannot hold fio itself and its pages; production shares that small are
@@ -76,16 +76,24 @@ def job_data_set(options: Mapping[str, Any]) -> int | None:
     """The data set a fio job that names no existing file makes, in bytes, or None.
 
     `nrfiles` x `filesize` per job (each job its own files), else `size` (jobs that share one
-    `filename` share its data; without a file name each job makes its own). A job reading
+    `filename` share its data; without a file name each job makes its own), at least
+    `filesize` (a range's top), to which fio extends a single file. A job reading
     the user's own file reads `trial.user_region_bytes` of it.
     """
     jobs = count(options, "numjobs")
     try:
-        if options.get("filesize") is not None and count(options, "nrfiles") > 1:
-            return count(options, "nrfiles") * fio_size(options["filesize"]) * jobs
+        # fio makes each file `filesize` long (the top of a range) whatever `size` says.
+        per_file = largest_size(options["filesize"]) if options.get("filesize") else None
+        if per_file is not None and count(options, "nrfiles") > 1:
+            return count(options, "nrfiles") * per_file * jobs
+        by_size = None
         if options.get("size") is not None and not str(options["size"]).strip().endswith("%"):
             size = fio_size(options["size"])
-            return size if options.get("filename") else size * jobs
+            by_size = size if options.get("filename") else size * jobs
     except ValueError:
         return None
-    return None
+    if per_file is not None:
+        # One file (a scratch file, shared by the jobs) that fio extends to `filesize`: the
+        # free-space check of the scratch file must count it.
+        return max(by_size or 0, per_file)
+    return by_size

@@ -149,6 +149,15 @@ def fio_size(text: Any) -> int:
     return number * 1024 ** "_kmgtp".index(unit) if unit else number
 
 
+def largest_size(text: Any) -> int:
+    """The largest size in a fio value that may be a range or a list: "64k" -> 65536,
+    "1m-2m" -> 2 MiB, "4k,64k" -> 64 KiB; ValueError when a part is not a size."""
+    parts = [part for part in re.split(r"[-,:/]", str(text)) if part.strip()]
+    if not parts:
+        raise ValueError(f"not a fio size: {text!r}")
+    return max(fio_size(part) for part in parts)
+
+
 def job_text(
     options: Mapping[str, Any],
     *,
@@ -213,7 +222,7 @@ def job_text(
     # drop_caches (pagecache.py) covers the rest, such as the file a loop device reads from.
     invalidate = options.get("invalidate", 0 if keep_cache else 1)
     ours.update(invalidate=invalidate, group_reporting=1, percentile_list=99)
-    lines = [f"; written by iotuner: {title}", "[global]"]
+    lines = [job_comment(title), "[global]"]
     lines += [_line(key, value) for key, value in {**options, **ours}.items()]
     lines.append("[trial]")
     return "\n".join(lines) + "\n"
@@ -264,8 +273,13 @@ def run_fio(
     what: str,
     preexec: Callable[[], None] | None = None,
     devices: tuple[str, ...] = (),
+    may_write: bool = False,
 ) -> dict[str, Any]:
     """Run one job file through fio and return its JSON document; `what` names the target.
+
+    Unless `may_write` (a write trial on a scratch file or a --destroy-data device, or the
+    layout of a scratch data set), fio runs with --readonly: it then refuses to write,
+    trim, or lay out (unlink, recreate and fill) a file whose job region passes its end.
 
     `preexec` runs in the child before fio starts (joining a memory cgroup: memcap.py).
     TrialFault when fio met an I/O error, the target or one of its `devices` (kernel names)
@@ -275,7 +289,8 @@ def run_fio(
     with tempfile.TemporaryDirectory(prefix="iotuner-fio-") as tmp:
         job, out = Path(tmp, "trial.fio"), Path(tmp, "result.json")
         job.write_text(text)
-        command = [fio, "--output-format=json", f"--output={out}", str(job)]
+        command = [fio, *(() if may_write else ("--readonly",)), "--output-format=json",
+                   f"--output={out}", str(job)]  # fmt: skip
         code, stdout, stderr = _run(
             command, cwd=tmp, timeout_s=timeout_s, what=what, preexec=preexec
         )
@@ -357,11 +372,40 @@ def _flag(value: Any) -> bool:
 
 
 def escape_path(path: str) -> str:
-    """A path as a fio job line takes it (a colon escaped); IotunerError for a newline."""
-    if "\n" in path:
-        raise IotunerError(f"{path!r}: a path with a newline cannot go into a fio job")
-    # fio separates several file names with ':'; a literal one is written '\:'.
+    """`path` as a fio job line takes it: every path iotuner writes into a job goes through
+    here. fio separates file names (and directories) with ':', a literal one written '\\:';
+    BadInput (one line naming the path) for what fio has no escape for: '$' (fio substitutes
+    $VAR, ${VAR} and its keywords $ncpus, $mb_memory, $pagesize), a backslash (its escape
+    character), a control character (a newline ends the value; the rest of the name would be
+    a job line of its own), blanks at either end (fio strips them: another file), "-" (stdin)
+    and nothing at all."""
+    why = _unwritable(path)
+    if why is not None:
+        raise BadInput(f"{path!r}: {why}; iotuner cannot write this path into a fio job")
     return path.replace(":", "\\:")
+
+
+def _unwritable(path: str) -> str | None:
+    if not path or path == "-":
+        return "fio reads it as no file or as standard input"
+    if "$" in path:
+        return "fio substitutes '$' (environment variables, $ncpus, $mb_memory, $pagesize)"
+    if "\\" in path:
+        return "a backslash is fio's escape character"
+    if not path.isprintable():
+        return "it holds a control character"
+    if path != path.strip():
+        return "fio strips blanks at its ends"
+    return None
+
+
+def job_comment(title: str) -> str:
+    """The job file's first line: a comment naming the trial, `title` as printable ASCII
+    (anything else a '?', at most 200 characters): a newline in a title (a --fio-job file's
+    name) would end the comment and start a section of its own, such as [global] with
+    exec_prerun=."""
+    shown = "".join(c if " " <= c <= "~" else "?" for c in title[:200])
+    return f"; written by iotuner: {shown}"
 
 
 def _line(key: str, value: Any) -> str:

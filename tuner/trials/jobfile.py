@@ -26,6 +26,10 @@ def load_fio_job(path: Path) -> Workload:
     the job places its I/O (size, offset, offset_increment) and the existing files it names
     are kept apart: a read-only job's trials read those files so.
     """
+    if not str(path).isprintable():
+        # A name from a glob or tab completion: nobody reads it for newlines and sections.
+        raise BadInput(f"--fio-job {str(path)!r}: the file's name holds a control character; "
+                       "rename the file")  # fmt: skip
     job = load_job(path)
     note = f" (iotuner sets {', '.join(sorted(job.replaced))} itself)" if job.replaced else ""
     region = {key: job.placement[key] for key in REGION_OPTIONS if key in job.placement}

@@ -25,6 +25,7 @@ from tuner.trials.blockdev import (
     live_storage,
     mount_of_path,
 )
+from tuner.trials.fio import escape_path
 from tuner.trials.safety import check_disposable, check_scratch_directory
 from tuner.tunables.diskseq import disk_sequence
 from tuner.tunables.sysroot import live_sysroot
@@ -82,6 +83,7 @@ class TrialTarget:
     def device(cls, path: str, *, destroy_data: bool = False) -> TrialTarget:
         """A block device; writable only with `destroy_data` (the user's `--destroy-data`)
         and when check_disposable finds nothing on it. BadInput otherwise."""
+        escape_path(path)
         number = block_number(path)
         if number is None:
             raise BadInput(f"{path}: not a block device")
@@ -106,6 +108,7 @@ class TrialTarget:
         size = where.stat().st_size
         if size <= 0:
             raise BadInput(f"{where}: the file is empty: nothing to read")
+        escape_path(str(where.resolve()))  # BadInput now for a name fio would read otherwise
         devices = _block_devices_under(where)
         return cls(path=str(where.resolve()), devices=devices, size_bytes=size, writable=False,
                    user_file=True, attachments=_attachments(devices))  # fmt: skip
@@ -119,6 +122,7 @@ class TrialTarget:
         if not where.is_dir():
             raise BadInput(f"{where}: not a directory")
         check_scratch_directory(where)
+        escape_path(str(where.resolve()))
         devices = _block_devices_under(where)
         size = size_bytes or DEFAULT_SCRATCH_BYTES
         free = shutil.disk_usage(where).free

@@ -29,7 +29,9 @@ from tuner.trials.fio import (
     invalidates,
     is_buffered,
     is_random,
+    job_comment,
     job_text,
+    largest_size,
     numjobs,
     parse_result,
     reads,
@@ -39,6 +41,7 @@ from tuner.trials.fio import (
 )
 from tuner.trials.flags import CUT_SHORT, DATA_SET, OUT_OF_MEMORY, Flag, joined
 from tuner.trials.memcap import FIO_OVERHEAD_BYTES, CacheHold, MemoryCap, memory_cap
+from tuner.trials.placement import check_placement
 from tuner.trials.safety import exclusive_writes
 from tuner.trials.settle import MAX_SETTLE_S, MIN_SETTLE_S, needed_ramp, unsettled
 from tuner.trials.targets import TrialTarget
@@ -121,7 +124,8 @@ def run_trial(
     if file_count(options) > 1:
         # fio lays out a multi-file data set by writing it; do that before the caches drop.
         layout = job_text(options, runtime_s=0, ramp_s=0, create_only=True, **placement)
-        run_fio(layout, timeout_s=timeout, what=target.path, devices=target.devices)
+        run_fio(layout, timeout_s=timeout, what=target.path, devices=target.devices,
+                may_write=True)  # fmt: skip
     buffered = is_buffered(options)
     limit, cached_share = _cache_share(cache, options, region)
     topology = live_storage(live_host())
@@ -159,7 +163,7 @@ def run_trial(
                 with Sampler((*target.devices, *lower)) as sampler:
                     doc = run_fio(text, timeout_s=3 * (runtime_s + ramp_s) + 120, what=target.path,
                                   preexec=cap.joiner() if cap is not None else None,
-                                  devices=target.devices)  # fmt: skip
+                                  devices=target.devices, may_write=writes(options))  # fmt: skip
                 fio = parse_result(doc)
                 start, end = measured_window(doc, fio.runtime_s, sampler, ramp_s)
                 moved = sampler.between(start, end, target.devices)
@@ -217,7 +221,7 @@ def _warm_up(
     """
     start = str(workload.region.get("offset", 0)) if reads_own_region(target, workload) else "0"
     text = "\n".join([
-        "; written by iotuner: warm-up", "[global]", f"filename={escape_path(target.path)}",
+        job_comment("warm-up"), "[global]", f"filename={escape_path(target.path)}",
         "rw=read", "bs=1M", "ioengine=psync", "direct=0", "invalidate=0",
         f"offset={start}", f"size={size}", "[warm]",
     ]) + "\n"  # fmt: skip
@@ -337,6 +341,8 @@ def _placement(
         # The user's own file, or the part of a device the user's job names, read as the job
         # places its reads (every job from offset 0 of `size` unless the job says otherwise):
         # that is the workload whose speed counts.
+        if target.user_file:
+            check_placement(workload.region, options, target.size_bytes, target.path)
         region = user_region_bytes(workload, target)
         return {"filename": target.path, "own_region": workload.region}, region
     if files == 1:
@@ -349,7 +355,7 @@ def _placement(
     if options.get("filesize") is None:
         raise BadInput(f"workload {workload.name}: nrfiles={files} needs filesize=")
     try:
-        region = files * fio_size(options["filesize"]) * numjobs(options)
+        region = files * largest_size(options["filesize"]) * numjobs(options)
     except ValueError as err:
         raise BadInput(f"workload {workload.name}: filesize: {err}") from None
     prefix = f"{target.scratch_prefix}.fio"
