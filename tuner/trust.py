@@ -64,7 +64,7 @@ def trusted_dir(path: Path, what: str, *, sticky_ok: bool = False) -> None:
         raise Untrusted(f"{path}: {what} is not a directory")
     why = ownership_problem(info, sticky_ok=sticky_ok)
     if why is not None:
-        raise Untrusted(f"{path}: {why}; iotuner writes {what} only in a directory of its own")
+        raise Untrusted(f"{path}: {why}; iotuner uses {what} only when nobody else may change it")
 
 
 def trusted_file(path: Path, what: str) -> None:
