@@ -193,3 +193,26 @@ def test_a_new_state_dir_and_its_missing_parents_are_0700(tmp_path: Path) -> Non
     for made in (tmp_path / "new", state, state / "ansible"):
         assert made.stat().st_mode & 0o777 == 0o700, made
     assert (state / "ansible" / "vars.yml").stat().st_mode & 0o777 == 0o600
+
+
+def test_an_ansible_cfg_where_the_user_runs_apply_is_not_read(tmp_path: Path) -> None:
+    # ansible-playbook reads ./ansible.cfg: run from a shared directory, one planted there
+    # would set its log path (or plugins) for root. It runs from the state directory, with
+    # ANSIBLE_CONFIG naming iotuner's own.
+    import os
+    import subprocess
+
+    plan, conf = _check_plan(tmp_path)
+    shared, marker = tmp_path / "shared", tmp_path / "MARKER"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    (shared / "ansible.cfg").write_text(f"[defaults]\nlog_path = {marker}\n")
+    worktree = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(worktree), "IOTUNER_STATE_DIR": str(tmp_path / "s")}
+    done = subprocess.run(
+        [sys.executable, "-P", "-m", "tuner.cli", "apply", str(plan), "--check", "--conf-root",
+         str(conf)],
+        cwd=shared, capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    assert not marker.exists()
