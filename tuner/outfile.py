@@ -26,6 +26,7 @@ from tuner.trust import Untrusted, trusted_parents
 
 Writer = Callable[[BinaryIO], None]
 _TRIES = 16
+_NAME_MAX = 255  # bytes in one path component, on every Linux file system
 
 
 def write_file(
@@ -65,6 +66,26 @@ def write_file(
     finally:
         os.close(dir_fd)
     return path
+
+
+def check_output_path(path: Path, option: str) -> None:
+    """Refuse, before any work, an output path `write_file` could not write: one line naming
+    `option` (`--out`), for a control character, a missing or unusable directory, a name
+    too long for the file system, or a directory where the file should go."""
+    text = str(path)
+    if any(not ch.isprintable() for ch in text):
+        raise BadInput(f"{option} {text!r}: holds a control character; name another file")
+    try:
+        parent_ok = path.parent.is_dir()
+        is_dir = path.is_dir()
+    except OSError as err:  # ENAMETOOLONG, EACCES: Path.is_dir raises them
+        raise BadInput(f"{option} {text[:200]}: cannot write there ({_why(err)})") from None
+    if not parent_ok:
+        raise BadInput(f"{option} {path}: directory {path.parent} does not exist")
+    if is_dir:
+        raise BadInput(f"{option} {path}: is a directory; name the file to write")
+    if len(os.fsencode(path.name)) > _NAME_MAX:
+        raise BadInput(f"{option} {text[:200]}...: a file name is at most {_NAME_MAX} bytes")
 
 
 def _check_target(dir_fd: int, path: Path, what: str) -> None:

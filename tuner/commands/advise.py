@@ -18,6 +18,7 @@ from tuner.codec import encode
 from tuner.errors import BadInput
 from tuner.facts import collect
 from tuner.facts.target import FactOptions
+from tuner.outfile import check_output_path
 from tuner.plan import plan_from_findings, write_plan
 from tuner.rules.engine import Evaluation, evaluate
 from tuner.rules.installed import check_workload, load_rule_base
@@ -99,10 +100,8 @@ def advise(
         raise BadInput("--peer measures the path: give it or --link-gbps and --rtt-ms, not both")
     if target is not None and root != Path("/"):
         raise BadInput(f"--peer measures from this host; it cannot go with --root {root}")
-    if plan_out is not None and not plan_out.parent.is_dir():
-        raise BadInput(f"--plan-out {plan_out}: directory {plan_out.parent} does not exist")
-    if plan_out is not None and plan_out.is_dir():
-        raise BadInput(f"--plan-out {plan_out}: is a directory; name the plan file to write")
+    if plan_out is not None:
+        check_output_path(plan_out, "--plan-out")
     # Measured first: an unreachable peer fails before the probe's work.
     measured = measure_path(target) if target is not None else None
     if measured is not None:
