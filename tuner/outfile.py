@@ -36,6 +36,7 @@ def write_file(
     mode: int = 0o600,
     what: str = "output",
     trusted: bool = False,
+    owner: tuple[int, int] | None = None,
 ) -> Path:
     """Write `content` (bytes, text as UTF-8, or a function writing to a binary stream) to
     `path` atomically, as the module says; returns `path`. BadInput (one line naming `path`
@@ -43,7 +44,8 @@ def write_file(
     link and every directory above it must be root's or ours (`tuner.trust.trusted_parents`),
     so no path to it can be swapped for another, as for the metrics textfile root rewrites
     unattended. The directory itself may be another user's (node-exporter's): the writes go
-    through its descriptor, and its owner can only remove or replace what we put there."""
+    through its descriptor, and its owner can only remove or replace what we put there.
+    `owner`: (uid, gid) the file is given before it is renamed into place."""
     text = str(path)
     if any(not ch.isprintable() for ch in text):
         raise BadInput(f"{text!r}: the {what} path holds a control character; name another")
@@ -62,7 +64,7 @@ def write_file(
         raise BadInput(f"{path}: cannot write the {what} there ({_why(err)})") from None
     try:
         _check_target(dir_fd, path, what)
-        _write_in(dir_fd, path, content, mode, what)
+        _write_in(dir_fd, path, content, mode, what, owner)
     finally:
         os.close(dir_fd)
     return path
@@ -101,7 +103,14 @@ def _check_target(dir_fd: int, path: Path, what: str) -> None:
         raise BadInput(f"{path}: not a regular file; iotuner will not replace it with the {what}")
 
 
-def _write_in(dir_fd: int, path: Path, content: bytes | str | Writer, mode: int, what: str) -> None:
+def _write_in(
+    dir_fd: int,
+    path: Path,
+    content: bytes | str | Writer,
+    mode: int,
+    what: str,
+    owner: tuple[int, int] | None,
+) -> None:
     fd, temp = _create(dir_fd, path, what)
     try:
         with os.fdopen(fd, "wb") as out:
@@ -112,7 +121,9 @@ def _write_in(dir_fd: int, path: Path, content: bytes | str | Writer, mode: int,
             else:
                 content(out)
             out.flush()
-            os.fchmod(out.fileno(), mode)
+            if owner is not None:
+                os.fchown(out.fileno(), *owner)
+            os.fchmod(out.fileno(), mode)  # after fchown, which clears set-id bits
             os.fsync(out.fileno())
         os.replace(temp, path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         os.fsync(dir_fd)

@@ -43,8 +43,8 @@ def trusted_parents(path: Path, what: str) -> None:
         except FileNotFoundError:
             return
         except OSError as err:
-            why = f"cannot check it ({err.strerror})"
-            raise Untrusted(f"{parent}: {why}; it holds {what} {path}") from None
+            failed = f"cannot check it ({err.strerror})"
+            raise Untrusted(f"{parent}: {failed}; it holds {what} {path}") from None
         why = ownership_problem(info, sticky_ok=True)
         if why is not None:
             raise Untrusted(f"{parent}: {why}; it holds {what} {path}")
