@@ -19,8 +19,10 @@ import tempfile
 import time
 import zlib
 from pathlib import Path
+from typing import BinaryIO
 
 from probes.hostfs import MAX_FILE_BYTES, HostFS
+from tuner.outfile import write_file
 
 _SUFFIXES = (".tar.xz", ".txz", ".tar.gz", ".tgz", ".tar.bz2", ".tar")
 MAX_CAPTURE_BYTES = 256 << 20
@@ -35,28 +37,38 @@ _ARCHIVE_ERRORS = (tarfile.TarError, OSError, EOFError, lzma.LZMAError, zlib.err
 
 
 def write_capture(fs: HostFS, out: Path, top: str) -> int:
-    """Write every path `fs` touched into `out` (xz tar) under directory `top`; returns a count."""
+    """Write every path `fs` touched into `out` (xz tar) under directory `top`; returns a count.
+    Written as every output file is (`tuner.outfile`): nothing planted beside `out` is followed."""
+    counted: list[int] = []
+
+    def archive(stream: BinaryIO) -> None:
+        with tarfile.open(fileobj=stream, mode="w:xz") as tar:
+            counted.append(_add_all(tar, fs, top))
+
+    write_file(out, archive, mode=0o600, what="capture")
+    return counted[0]
+
+
+def _add_all(tar: tarfile.TarFile, fs: HostFS, top: str) -> int:
+    """Add every path `fs` touched, and every command output it read, under `top`."""
     now = time.time()
     count = 0
-    tmp = out.with_name(out.name + ".part")
-    with tarfile.open(tmp, "w:xz") as tar:
-        tar.addfile(_info(top, tarfile.DIRTYPE, now))
-        for rel in sorted(fs.touched):
-            info, data = _capture_one(fs.root / rel, f"{top}/{rel}", now)
-            if info is not None:
-                tar.addfile(info, io.BytesIO(data) if data is not None else None)
-                count += 1
-        made = set(fs.touched)
-        for rel, output in sorted(fs.outputs.items()):
-            for parent in _parents(rel):
-                if parent not in made:
-                    made.add(parent)
-                    tar.addfile(_info(f"{top}/{parent}", tarfile.DIRTYPE, now))
-            info = _info(f"{top}/{rel}", tarfile.REGTYPE, now)
-            info.size = len(output)
-            tar.addfile(info, io.BytesIO(output))
+    tar.addfile(_info(top, tarfile.DIRTYPE, now))
+    for rel in sorted(fs.touched):
+        info, data = _capture_one(fs.root / rel, f"{top}/{rel}", now)
+        if info is not None:
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
             count += 1
-    os.replace(tmp, out)
+    made = set(fs.touched)
+    for rel, output in sorted(fs.outputs.items()):
+        for parent in _parents(rel):
+            if parent not in made:
+                made.add(parent)
+                tar.addfile(_info(f"{top}/{parent}", tarfile.DIRTYPE, now))
+        info = _info(f"{top}/{rel}", tarfile.REGTYPE, now)
+        info.size = len(output)
+        tar.addfile(info, io.BytesIO(output))
+        count += 1
     return count
 
 

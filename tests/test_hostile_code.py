@@ -52,6 +52,12 @@ BANNED = [
         set(),
     ),
     (
+        re.compile(r"os\.replace\(|\.replace\(out\)|tempfile\.mkstemp|NamedTemporaryFile"),
+        "an output file written beside its target by hand: a temporary of a predictable name "
+        "is a link anybody may plant first (issue 27); use tuner.outfile.write_file",
+        {"tuner/outfile.py", "playbooks/library/iotuner_retarget.py"},  # mkstemp: random, O_EXCL
+    ),
+    (
         re.compile(r'"type": "path"'),
         "Ansible expands $VAR and ~ in path options: the role's modules take strings",
         set(),

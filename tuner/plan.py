@@ -11,13 +11,11 @@ plans (tuner/apply/render.py). The writers here produce plans that pass it.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime as dt
 import os
 import re
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ import yaml
 
 from tuner.codec import DecodeError, decode, encode
 from tuner.errors import BadInput
+from tuner.outfile import write_file
 from tuner.rules.model import Finding
 from tuner.tunables.naming import canonical_target, target_problem
 from tuner.tunables.registry import TUNABLES
@@ -135,25 +134,11 @@ def plan_text(plan: Plan) -> str:
 
 
 def write_plan(plan: Plan, path: Path) -> None:
-    """Write the plan as YAML, atomically (a reader never sees half a plan): a temporary of
-    a random name created O_EXCL beside it, so nothing planted in a shared directory is
-    followed, renamed over it. BadInput when `path` is a directory or its directory is missing.
+    """Write the plan as YAML, atomically (a reader never sees half a plan), as every output
+    file is written (`tuner.outfile`): nothing planted in a shared directory is followed.
+    BadInput when `path` is a directory or its directory is missing.
     """
-    if path.is_dir():
-        raise BadInput(f"{path}: is a directory; name the plan file to write")
-    try:
-        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    except OSError as err:
-        raise BadInput(f"{path}: cannot write a plan there ({err.strerror or err})") from None
-    try:
-        with os.fdopen(fd, "w") as out:
-            out.write(plan_text(plan))
-            os.fchmod(out.fileno(), 0o644)
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
+    write_file(path, plan_text(plan), mode=0o644, what="plan")
 
 
 def read_plan(path: Path) -> Plan:

@@ -7,13 +7,13 @@ another host (a capture, a copied state directory) must not show it as its own.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from tuner.host_identity import live_identity
+from tuner.outfile import write_file
 from tuner.state import state_dir, state_path
+from tuner.trust import private_dir
 
 MEASURED_ON = "measured_on"
 
@@ -27,18 +27,9 @@ def save_result(name: str, doc: dict[str, Any]) -> Path:
     """Write `doc` as result `name` with this host's identity, atomically: a reader sees the
     old or the new, never half."""
     doc = {**doc, MEASURED_ON: live_identity().document()}
-    folder = state_dir() / "results"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as out:
-            json.dump(doc, out, indent=2)
-            out.write("\n")
-        os.replace(tmp, folder / f"{name}.json")
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return folder / f"{name}.json"
+    folder = private_dir(state_dir() / "results", "the saved results")
+    text = json.dumps(doc, indent=2) + "\n"
+    return write_file(folder / f"{name}.json", text, mode=0o600, what="result", trusted=True)
 
 
 def load_result(name: str) -> dict[str, Any] | None:

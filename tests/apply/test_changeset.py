@@ -191,3 +191,23 @@ def test_a_pending_apply_of_a_schema_1_journal_is_still_undone(host: SysTree, st
     with Journal(state / "state.db") as journal:
         rows = journal.db.execute("SELECT key, diskseq FROM apply_values").fetchall()
     assert rows == [("block.nr_requests", None)]
+
+
+def test_a_restore_does_not_follow_a_link_planted_at_its_temporary(tmp_path: Path) -> None:
+    # Issue 27: a file put back was written first to .NAME.iotuner-restore beside it with an
+    # open that follows a link: one planted there (a --conf-root another user can write) made
+    # root write the saved bytes into any file.
+    from tuner.apply.changeset import MANAGED_FILES, SavedFile, restore_file
+
+    rel = sorted(MANAGED_FILES)[0]
+    path = tmp_path / "conf" / rel
+    path.parent.mkdir(parents=True)
+    path.write_text("iotuner's\n")
+    victim = tmp_path / "victim"
+    victim.write_text("the victim's own bytes\n")
+    (path.parent / f".{path.name}.iotuner-restore").symlink_to(victim)
+    saved = SavedFile(str(path), True, b"the admin's\n", 0o640, os.getuid(), os.getgid(), None)
+    assert restore_file(saved)
+    assert victim.read_text() == "the victim's own bytes\n"
+    assert path.read_bytes() == b"the admin's\n" and not path.is_symlink()
+    assert path.stat().st_mode & 0o777 == 0o640

@@ -151,3 +151,68 @@ def test_a_path_ansible_would_expand_is_refused(tmp_path: Path) -> None:
     # copy's dest and file's path expand $VAR: the file written would not be the one rendered.
     with pytest.raises(BadInput, match=r"must not hold '\$'"):
         apply_command(tmp_path / "plan.yaml", conf_root=tmp_path / "$HOME", state=tmp_path)
+
+
+# -- an untrusted IOTUNER_STATE_DIR (issue 27) -------------------------------------------------
+
+
+def _check_plan(tmp_path: Path) -> tuple[Path, Path]:
+    from tests.apply.applylab import sysctl_entry, write_plan
+
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    return write_plan(tmp_path / "plan.yaml", [sysctl_entry()]), conf
+
+
+def test_an_untrusted_state_dir_gets_nothing_written(tmp_path: Path) -> None:
+    # vars.yml was written into IOTUNER_STATE_DIR/ansible before the state directory was
+    # checked: a state directory under a directory anybody may write got root's files.
+    import os
+
+    from tests.cli import iotuner
+
+    plan, conf = _check_plan(tmp_path)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # not sticky: anybody may rename what is in it
+    state = shared / "state"
+    done = iotuner("apply", str(plan), "--check", "--conf-root", str(conf), state=state)
+    assert done.returncode == 2, done.stderr
+    assert f"{shared}: writable by others" in done.stderr
+    assert done.stderr.strip().count("\n") == 0
+    assert not os.path.lexists(state / "ansible" / "vars.yml")
+
+
+def test_a_new_state_dir_and_its_missing_parents_are_0700(tmp_path: Path) -> None:
+    from tests.cli import iotuner
+
+    plan, conf = _check_plan(tmp_path)
+    state = tmp_path / "new" / "state"
+    done = iotuner("apply", str(plan), "--check", "--conf-root", str(conf), state=state)
+    assert done.returncode in (0, 1), done.stderr
+    for made in (tmp_path / "new", state, state / "ansible"):
+        assert made.stat().st_mode & 0o777 == 0o700, made
+    assert (state / "ansible" / "vars.yml").stat().st_mode & 0o777 == 0o600
+
+
+def test_an_ansible_cfg_where_the_user_runs_apply_is_not_read(tmp_path: Path) -> None:
+    # ansible-playbook reads ./ansible.cfg: run from a shared directory, one planted there
+    # would set its log path (or plugins) for root. It runs from the state directory, with
+    # ANSIBLE_CONFIG naming iotuner's own.
+    import os
+    import subprocess
+
+    plan, conf = _check_plan(tmp_path)
+    shared, marker = tmp_path / "shared", tmp_path / "MARKER"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    (shared / "ansible.cfg").write_text(f"[defaults]\nlog_path = {marker}\n")
+    worktree = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(worktree), "IOTUNER_STATE_DIR": str(tmp_path / "s")}
+    done = subprocess.run(
+        [sys.executable, "-P", "-m", "tuner.cli", "apply", str(plan), "--check", "--conf-root",
+         str(conf)],
+        cwd=shared, capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    assert not marker.exists()

@@ -144,7 +144,7 @@ def test_a_textfile_the_host_refuses_is_an_event(tmp_path: Path) -> None:
     metrics.update(STATE)
     (event,) = metrics.write_textfile(tmp_path / "missing" / "iotuner.prom")
     assert event.kind == "error"
-    assert f"cannot write {tmp_path / 'missing' / 'iotuner.prom'}" in event.message
+    assert f"{tmp_path / 'missing' / 'iotuner.prom'}: cannot write" in event.message
 
 
 def fetch(url: str) -> str:
@@ -275,3 +275,35 @@ def test_many_silent_clients_cost_a_bounded_number_of_threads() -> None:
         for sock in silent:
             sock.close()
         metrics.stop()
+
+
+def test_a_linked_textfile_directory_is_not_followed(tmp_path: Path) -> None:
+    # Issue 27: the textfile's directory named through a link (one its owner can point
+    # anywhere, /etc for one) was followed; now the write is an "error" event, nothing written.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "textfile").symlink_to(elsewhere)
+    metrics = Metrics()
+    metrics.update(STATE)
+    (event,) = metrics.write_textfile(tmp_path / "textfile" / "iotuner.prom")
+    assert event.kind == "error" and "symbolic link" in event.message
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_textfile_under_a_directory_another_user_may_swap_is_refused(tmp_path: Path) -> None:
+    # Issue 27: a directory above the textfile writable by others (not sticky) lets them swap
+    # the textfile directory for a link to anywhere between the check and the write.
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give files to another user")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    textdir = shared / "textfile"
+    textdir.mkdir()
+    metrics = Metrics()
+    metrics.update(STATE)
+    (event,) = metrics.write_textfile(textdir / "iotuner.prom")
+    assert event.kind == "error" and f"{shared}: writable by others" in event.message
+    assert list(textdir.iterdir()) == []

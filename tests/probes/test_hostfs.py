@@ -177,6 +177,8 @@ def test_names_holding_control_characters_are_skipped_with_a_warning(tree: SysTr
     assert all("\x1b" not in w for w in fs.warnings)
     assert fs.link_name("sys/block/sda/device") == "x\ufffd]0;t\ufffdy"
     assert "\x1b" not in (fs.readlink("sys/block/sda/device") or "")
+
+
 # -- hostile captures (issue 27): bounded time and memory, a warning never an exception --------
 
 

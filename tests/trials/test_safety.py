@@ -14,6 +14,7 @@ import pytest
 from tests.trials.conftest import Loops
 from tuner.errors import BadInput
 from tuner.trials.safety import check_disposable, check_scratch_directory, exclusive_writes
+from tuner.trials.targets import TrialTarget
 
 # Each test's own loop devices, file systems and mounts (tests/trials/conftest.py); refusals
 # and exclusive opens, no figure or time: beside other tests (lab_parallel).
@@ -124,3 +125,40 @@ def test_scratch_files_go_only_where_nobody_else_can_swap_them(tmp_path: Path) -
         os.chown(shared, pwd.getpwnam("nobody").pw_uid, -1)
         with pytest.raises(BadInput, match="owned by uid"):
             check_scratch_directory(shared)
+
+
+def test_a_scratch_directory_inside_one_another_user_owns_is_refused(tmp_path: Path) -> None:
+    # Issue 27: only the scratch directory itself was checked. Its parent's owner can rename
+    # it away and put a link to a device in its place between the check and fio's writes.
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give files to another user")
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, pwd.getpwnam("nobody").pw_uid, -1)
+    scratch = theirs / "scratch"
+    scratch.mkdir(mode=0o700)
+    with pytest.raises(BadInput, match=f"{theirs}: owned by uid") as caught:  # noqa: SIM117
+        with TrialTarget.scratch(scratch, size_bytes=4096):
+            pass
+    assert "\n" not in str(caught.value)
+    assert list(scratch.iterdir()) == []
+
+
+def test_a_scratch_directory_under_one_anybody_may_write_is_refused(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # not sticky
+    scratch = shared / "scratch"
+    scratch.mkdir(mode=0o700)
+    with pytest.raises(BadInput, match=rf"{shared}: writable by others \(mode 0777\)"):
+        check_scratch_directory(scratch)
+
+
+def test_a_scratch_directory_named_through_a_link_is_refused(tmp_path: Path) -> None:
+    # The link's target is checked, not the link: whoever may change the link changes where
+    # fio writes. O_NOFOLLOW on the last component, as for the state directory.
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    (tmp_path / "link").symlink_to(real)
+    with pytest.raises(BadInput, match="symbolic link"):
+        check_scratch_directory(tmp_path / "link")

@@ -10,6 +10,7 @@ process is gone (kill -9, power cut) is undone by the next iotuner command.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from tuner.apply.render import MANAGED_FILES, Rendered
+from tuner.errors import BadInput
+from tuner.outfile import write_file
 from tuner.tunables.access import Saved, Tunables, as_diskseq, as_netns, as_value
 from tuner.tunables.base import TunableError, Value
 from tuner.tunables.engine import TunableEngine
@@ -246,16 +249,20 @@ def restore_file(saved: SavedFile) -> bool:
             path.unlink()
         path.symlink_to(saved.link)
         return True
-    # Written beside it and renamed over it: a crash leaves the old file or the restored one.
-    temp = path.with_name(f".{path.name}.iotuner-restore")
-    temp.write_bytes(saved.content or b"")
-    if saved.mode is not None:
-        os.chmod(temp, saved.mode)
-    if saved.uid is not None and saved.gid is not None and os.geteuid() == 0:
-        os.chown(temp, saved.uid, saved.gid)
     if path.is_dir() and not path.is_symlink():
         raise IsADirectoryError(21, "a directory is in the way", str(path))
-    os.replace(temp, path)
+    # Written beside it through a random O_EXCL temporary and renamed over it (tuner.outfile):
+    # a crash leaves the old file or the restored one, and nothing planted beside it is followed.
+    owner = (
+        (saved.uid, saved.gid)
+        if saved.uid is not None and saved.gid is not None and os.geteuid() == 0
+        else None
+    )
+    mode = 0o644 if saved.mode is None else saved.mode
+    try:
+        write_file(path, saved.content or b"", mode=mode, what="restored file", owner=owner)
+    except BadInput as err:
+        raise OSError(errno.EIO, str(err).removeprefix(f"{path}: "), str(path)) from None
     return True
 
 

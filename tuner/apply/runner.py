@@ -27,8 +27,10 @@ import yaml
 
 import tuner
 from tuner.errors import BadInput, IotunerError
+from tuner.outfile import write_file
 from tuner.resources import playbooks_dir
 from tuner.state import state_dir, state_path
+from tuner.trust import private_dir
 
 PLAYBOOK = "apply.yml"
 CALLBACK = "iotuner_json"
@@ -152,10 +154,9 @@ def ansible_playbook() -> str:
 
 def environment(state: Path, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """ansible-playbook's environment: the caller's without ANSIBLE_*, plus iotuner's settings."""
-    work = state / "ansible"
-    (work / "tmp").mkdir(mode=0o700, parents=True, exist_ok=True)
-    config = work / "ansible.cfg"
-    config.write_text(_CONFIG)
+    work = private_dir(state / "ansible", "ansible's directory")
+    private_dir(work / "tmp", "ansible's temporary directory")
+    config = write_file(work / "ansible.cfg", _CONFIG, what="ansible configuration")
     plays = playbooks_dir()
     env = {k: v for k, v in (os.environ if base is None else base).items()
            if not k.startswith("ANSIBLE_")}  # fmt: skip
@@ -203,8 +204,7 @@ def extra_vars_file(state: Path, extra: Mapping[str, str]) -> Path:
     `p{{ lookup('pipe', ...) }}.yaml` would run a command as root. Passed as data in a file,
     with each string !unsafe, a path is only ever a path.
     """
-    work = state / "ansible"
-    work.mkdir(mode=0o700, parents=True, exist_ok=True)
+    work = private_dir(state / "ansible", "ansible's directory")
     path = work / "vars.yml"
     text = "# Written by iotuner for `iotuner apply`; rewritten every run.\n" + yaml.dump(
         {name: _Unsafe(value) for name, value in extra.items()},
@@ -213,13 +213,7 @@ def extra_vars_file(state: Path, extra: Mapping[str, str]) -> Path:
         allow_unicode=False,
         width=2**16,
     )
-    temp = work / f".vars.yml.{os.getpid()}"
-    temp.unlink(missing_ok=True)
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(text)
-    os.replace(temp, path)
-    return path
+    return write_file(path, text, what="ansible variables")
 
 
 def apply_command(
@@ -268,19 +262,19 @@ def run_apply(
 ) -> PlaybookRun:
     """Run the apply playbook on this host and read what it did (`sys_root`: a fixture tree
     standing in for /sys and /proc, for tests)."""
-    where = state_path() if state is None else state
-    command = apply_command(
-        plan, check=check, diff=diff, conf_root=conf_root, sys_root=sys_root, state=where
-    )
+    # Checked (and created 0700) before anything is written in it: UntrustedState otherwise.
+    where = state_dir(state_path() if state is None else state)
     try:
-        if state is None:
-            state_dir()  # created as iotuner creates it: mode 0700
+        private_dir(where / "ansible", "ansible's directory")
         env = environment(where)
     except OSError as err:
         raise IotunerError(
             f"cannot use the state directory {where}: {err.strerror or err} "
             "(IOTUNER_STATE_DIR names another)"
         ) from None
+    command = apply_command(
+        plan, check=check, diff=diff, conf_root=conf_root, sys_root=sys_root, state=where
+    )
     try:
         done = subprocess.run(
             command, capture_output=True, text=True, env=env, cwd=where / "ansible",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from contextlib import ExitStack
 from pathlib import Path
@@ -19,6 +18,7 @@ from tuner.codec import encode
 from tuner.errors import BadInput
 from tuner.facts import collect
 from tuner.facts.target import FactOptions
+from tuner.outfile import check_output_path
 from tuner.plan import plan_from_findings, write_plan
 from tuner.rules.engine import Evaluation, evaluate
 from tuner.rules.installed import check_workload, load_rule_base
@@ -101,7 +101,7 @@ def advise(
     if target is not None and root != Path("/"):
         raise BadInput(f"--peer measures from this host; it cannot go with --root {root}")
     if plan_out is not None:
-        _check_plan_out(plan_out)
+        check_output_path(plan_out, "--plan-out")
     # Measured first: an unreachable peer fails before the probe's work.
     measured = measure_path(target) if target is not None else None
     if measured is not None:
@@ -199,18 +199,3 @@ def _document(
     if explain:
         doc["explanations"] = encode(result.explanations)
     return doc
-
-
-def _check_plan_out(plan_out: Path) -> None:
-    """BadInput unless `plan_out` names a file that may be written in an existing directory;
-    an OSError looking (a component over 255 bytes) is one line too, not a traceback."""
-    try:
-        if not plan_out.parent.is_dir():
-            raise BadInput(f"--plan-out {plan_out}: directory {plan_out.parent} does not exist")
-        if plan_out.is_dir():
-            raise BadInput(f"--plan-out {plan_out}: is a directory; name the plan file to write")
-        os.stat(plan_out)
-    except FileNotFoundError:
-        pass
-    except OSError as err:
-        raise BadInput(f"--plan-out {plan_out}: {err.strerror or err}") from None

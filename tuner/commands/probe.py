@@ -18,6 +18,7 @@ from probes.hostfs import HostFS
 from tuner.arguments import path_value
 from tuner.console import print_warning
 from tuner.errors import BadInput
+from tuner.outfile import check_output_path
 from tuner.probe_warnings import summarise
 from tuner.topology.document import to_document
 from tuner.topology.model import Topology
@@ -102,10 +103,9 @@ def print_warnings(warnings: tuple[str, ...]) -> None:
 
 
 def _gather(fs: HostFS, topology: Topology, out: Path) -> None:
+    check_output_path(out, "--gather")
     if not out.name.endswith((".tar.xz", ".txz")):
         raise BadInput(f"--gather {out}: the capture is written as .tar.xz; name it so")
-    if not out.parent.is_dir():
-        raise BadInput(f"--gather {out}: directory {out.parent} does not exist")
     host = topology.nodes[0].name if topology.nodes else "host"
     count = write_capture(fs, out, f"iotuner-capture-{host}")
     Console(stderr=True).print(f"captured {count} paths into {out}", highlight=False, markup=False)

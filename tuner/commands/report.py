@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from tuner.arguments import path_value
-from tuner.errors import BadInput
+from tuner.outfile import check_output_path
 
 DEFAULT_OUT = Path("iotuner-report.html")
 
@@ -42,8 +42,7 @@ def report(
     leaves them out and says so; a section without one says how to make it. Exit codes: 0 page
     written, 2 bad input.
     """
-    if not out.parent.is_dir():
-        raise BadInput(f"--out {out}: directory {out.parent} does not exist")
+    check_output_path(out, "--out")
     # matplotlib takes a second to import: only `report` pays for it.
     from tuner.report.build import write_report
 

@@ -17,6 +17,7 @@ from probes.host_root import live_host
 from probes.hostfs import digits
 from tuner.errors import BadInput, IotunerError
 from tuner.lab.session import lab_session
+from tuner.outfile import check_output_path
 from tuner.plan import plan_from_tune, write_plan
 from tuner.results import save_result
 from tuner.rules.installed import check_workload, load_rule_base
@@ -175,8 +176,8 @@ def tune(
         raise BadInput(f"--objective {objective}: use auto, {', '.join(OBJECTIVES)}")
     if os.geteuid() != 0:
         raise BadInput("tune changes kernel settings and drops caches: run it as root")
-    if plan_out is not None and not plan_out.parent.is_dir():
-        raise BadInput(f"--plan-out {plan_out}: directory {plan_out.parent} does not exist")
+    if plan_out is not None:
+        check_output_path(plan_out, "--plan-out")
     base = load_rule_base()
     main_job = target is None and destroy_data is None
     default = MAIN_JOB_WORKLOAD if main_job else DEFAULT_WORKLOAD

@@ -15,9 +15,11 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import tuner
 
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -112,6 +114,16 @@ class Child:
         return (ours or lines or [""])[-1][:300]
 
 
+def child_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The daemon's environment for a child, with the directory holding the running `tuner`
+    package first on PYTHONPATH (the child runs with -P from /: nothing else is imported)."""
+    env = dict(os.environ if base is None else base)
+    package_parent = str(Path(tuner.__file__).resolve().parent.parent)
+    python_path = [package_parent, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(python_path))
+    return env
+
+
 def spawn(
     step: str, workload: str, args: Sequence[str], stderr: Path, limit_s: float, python: str
 ) -> Child:
@@ -119,7 +131,11 @@ def spawn(
     file `stderr`; OSError or SubprocessError when it cannot start."""
     with stderr.open("wb") as err:
         proc = subprocess.Popen(
-            [python, "-m", "tuner.cli", *args],
+            # -P and cwd=/: `python -m` would import a `tuner` planted in the daemon's working
+            # directory (as root); the child imports this iotuner, by PYTHONPATH, and no other.
+            [python, "-P", "-m", "tuner.cli", *args],
+            cwd="/",
+            env=child_environment(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=err,

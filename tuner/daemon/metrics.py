@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
-import os
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -36,6 +34,7 @@ from prometheus_client.registry import Collector
 from tuner import __version__
 from tuner.daemon.events import KINDS, Event, event
 from tuner.errors import BadInput
+from tuner.outfile import write_file
 
 STATES = ("holding", "retuning", "waiting-idle", "no-plan")
 """The daemon's states (status "state"); each is a series of iotuner_state, 1 for the current."""
@@ -71,8 +70,8 @@ class Metrics:
         exception, when the host refuses."""
         try:
             _write_atomically(path, self.render())
-        except OSError as err:
-            return [event("error", f"metrics: cannot write {path}: {err.strerror or err}")]
+        except BadInput as err:
+            return [event("error", f"metrics: {err}")]
         return []
 
     def serve(self, host: str, port: int) -> list[Event]:
@@ -121,18 +120,10 @@ class Metrics:
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    """`data` into `path` by way of a fresh temporary in the same directory."""
-    # mkstemp: O_CREAT|O_EXCL (a planted name, link or not, makes it pick another), mode 0600.
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            os.fchmod(out.fileno(), 0o644)  # node-exporter runs as its own user
-        os.replace(temp, path)  # renames over a link planted at `path`, never through it
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
+    """`data` into `path` by way of a fresh temporary in the same directory, which must be
+    iotuner's own up to / and not a link: root rewrites it unattended, every few seconds."""
+    # 0644: node-exporter runs as its own user.
+    write_file(path, data, mode=0o644, what="metrics textfile", trusted=True)
 
 
 class _BoundedServer(WSGIServer):

@@ -70,10 +70,7 @@ class Retune:
     @property
     def state_dir(self) -> Path:
         """Where the plan and the children's stderr go: the state directory."""
-        if self._state is None:
-            return state_dir()
-        self._state.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return self._state
+        return state_dir(self._state)  # checked up to /, created 0700: UntrustedState otherwise
 
     # -- requests --------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.errors import BadInput, IotunerError
+from tuner.outfile import write_file
 
 RECORD_VERSION = 1
 RECORD_NAME = "lab.json"
@@ -82,17 +83,9 @@ class LabRecord:
             "lab": self.lab,
             "steps": [asdict(s) for s in self.steps],
         }
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        with open(tmp, "w") as out:
-            json.dump(data, out, indent=1)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, self.path)
-        dir_fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        # tuner.outfile: a random O_EXCL temporary (not a name anybody could plant a link at
+        # first), fsynced, renamed, and the directory fsynced.
+        write_file(self.path, json.dumps(data, indent=1), what="lab record")
 
     def remove(self) -> None:
         """Delete the record: the lab is gone."""

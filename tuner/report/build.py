@@ -16,6 +16,7 @@ from probes.hostfs import HostFS
 from tuner.facts import collect
 from tuner.facts.target import FactOptions
 from tuner.host_identity import HostIdentity, identity_from, identity_of
+from tuner.outfile import write_file
 from tuner.report.data import scaling_curves, sweep_grids, tune_run
 from tuner.report.page import ReportInputs, render_page
 from tuner.results import MEASURED_ON, load_result
@@ -81,7 +82,5 @@ def this_hosts(
 def write_report(root: Path, workload: str, out: Path) -> ReportInputs:
     """Write the report page for `root` to `out` (atomically) and return what it shows."""
     inputs = gather(root, workload)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(render_page(inputs))
-    tmp.replace(out)
+    write_file(out, render_page(inputs), mode=0o644, what="report")
     return inputs

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tuner.outfile import write_file
 from tuner.search.optimizer import Optimizer, throughput_value
 from tuner.search.space import Dimension, Point, SearchSpace, Value, point_key
 
@@ -69,7 +70,7 @@ class Landscape:
             ],
             "meta": dict(self.meta),
         }
-        path.write_text(json.dumps(doc, indent=1) + "\n")
+        write_file(path, json.dumps(doc, indent=1) + "\n", mode=0o644, what="landscape")
 
     @classmethod
     def load(cls, path: Path) -> Landscape:

@@ -24,9 +24,9 @@ from pathlib import Path
 
 from probes.host_root import live_host
 from tuner.errors import BadInput
-from tuner.state import ownership_problem
 from tuner.topology.model import Topology
 from tuner.trials.blockdev import block_number, kernel_name, live_storage
+from tuner.trust import Untrusted, trusted_dir
 
 
 def check_disposable(device: str, topology: Topology | None = None) -> None:
@@ -156,12 +156,14 @@ def exclusive_writes(device: str | None) -> Iterator[None]:
 
 
 def check_scratch_directory(directory: Path) -> None:
-    """Return when scratch files may go into `directory`: owned by root (or this user) and
-    writable by others only when sticky, so nobody else can rename our files or directory
-    and put a link in their place. BadInput otherwise."""
-    why = ownership_problem(os.stat(directory), sticky_ok=True)
-    if why is not None:
-        raise BadInput(
-            f"{directory}: {why}; someone else could swap iotuner's scratch files there for "
-            "links: give a directory of your own"
-        )
+    """Return when scratch files may go into `directory`: not a link, owned by root (or this
+    user) and writable by others only when sticky, under directories that are too
+    (`tuner.trust`), so nobody else can rename our files or the directory itself and put a
+    link to a device in their place. BadInput otherwise."""
+    try:
+        trusted_dir(directory, "the scratch directory", sticky_ok=True)
+    except Untrusted as err:
+        raise Untrusted(
+            f"{err}; someone else could swap iotuner's scratch files there for links: give "
+            "a directory of your own"
+        ) from None

@@ -1,7 +1,11 @@
 """Run a generated suite with pytest and testinfra; one outcome per check, from a JUnit XML.
 
 pytest runs in a subprocess from the suite's own directory with its own ini file, so neither
-the caller's pytest configuration nor a conftest.py above the directory takes part. Outcomes
+the caller's pytest configuration nor a conftest.py above the directory takes part. It runs as
+root, and `python -m pytest` imports from its working directory (a pytest.py there) and pytest
+loads the conftest.py beside the suite: that directory is a fresh temporary one, or a `--keep`
+directory that is new (made 0700) or empty and iotuner's own (`keep_directory`), never one
+another user can write. The child runs with -P (no working directory on sys.path). Outcomes
 are read from `--junitxml` (each test records its check id and host as properties), not from
 pytest's terminal output, whose format changes between versions.
 """
@@ -19,11 +23,16 @@ from pathlib import Path
 
 from tuner.apply.render import Rendered
 from tuner.errors import BadInput, IotunerError
+from tuner.outfile import write_file
+from tuner.trust import Untrusted, private_dir, trusted_dir
 from tuner.verify.suite import SUITE_NAME, Check, checks, suite_source
 
 JUNIT_NAME = "junit.xml"
 # xunit1 keeps the <properties> a test records (xunit2 drops them with a warning).
 INI = "[pytest]\njunit_family = xunit1\naddopts = -p no:cacheprovider\n"
+INI_NAME = "pytest.ini"
+# What an earlier `verify --keep` left in the directory: it may be used again.
+_KEPT = frozenset({SUITE_NAME, INI_NAME, JUNIT_NAME})
 
 
 @dataclass(frozen=True)
@@ -93,30 +102,50 @@ def run_suite(
     if inventory is not None and not inventory.is_file():
         raise BadInput(f"--inventory {inventory}: no such file")
     if keep is not None:
-        keep.mkdir(parents=True, exist_ok=True)
-        return _run_in(keep, source, hosts, inventory, timeout_s)
+        return _run_in(keep_directory(keep), source, hosts, inventory, timeout_s)
     with tempfile.TemporaryDirectory(prefix="iotuner-verify-") as tmp:
         return _run_in(Path(tmp), source, hosts, inventory, timeout_s)
+
+
+def keep_directory(keep: Path) -> Path:
+    """The `--keep` directory, absolute, once it is safe to run pytest from as root: a new
+    one (created 0700, with any missing parent), or an existing one of root's or ours that
+    nobody else may write, not a link, holding nothing but what an earlier `verify --keep`
+    wrote, under directories nobody else may swap. Untrusted (one line, exit 2) otherwise."""
+    path = Path(os.path.abspath(keep))
+    what = "the verification suite"
+    try:
+        if not os.path.lexists(path):
+            return private_dir(path, what)
+        trusted_dir(path, what)
+        extra = sorted(set(os.listdir(path)) - _KEPT)
+    except Untrusted as err:
+        raise Untrusted(f"--keep {keep}: {err}") from None
+    except OSError as err:
+        raise BadInput(f"--keep {keep}: cannot use it ({err.strerror or err})") from None
+    if extra:
+        raise Untrusted(f"--keep {keep}: holds {extra[0]!r} (and {len(extra) - 1} more): "
+                        "name a new or empty directory of your own")  # fmt: skip
+    return path
 
 
 def _run_in(
     directory: Path, source: str, hosts: str, inventory: Path | None, timeout_s: float
 ) -> tuple[Outcome, ...]:
-    directory = directory.resolve()  # pytest runs from inside it: relative paths would break
-    suite = directory / SUITE_NAME
-    suite.write_text(source)
-    ini = directory / "pytest.ini"
-    ini.write_text(INI)
+    directory = Path(os.path.abspath(directory))  # pytest runs from inside it
+    suite = write_file(directory / SUITE_NAME, source, mode=0o600, what="verification suite")
+    ini = write_file(directory / INI_NAME, INI, mode=0o600, what="pytest configuration")
     junit = directory / JUNIT_NAME
     junit.unlink(missing_ok=True)
-    command = [sys.executable, "-m", "pytest", "-c", str(ini), "--rootdir", str(directory),
-               "-q", "--no-header", "-p", "testinfra.plugin", f"--junitxml={junit}",
-               f"--hosts={hosts}"]  # fmt: skip
+    # -P: the working directory is not on sys.path; --confcutdir: no conftest.py above it.
+    command = [sys.executable, "-P", "-m", "pytest", "-c", str(ini), "--rootdir", str(directory),
+               f"--confcutdir={directory}", "-p", "no:cacheprovider", "-q", "--no-header",
+               "-p", "testinfra.plugin", f"--junitxml={junit}", f"--hosts={hosts}"]  # fmt: skip
     if inventory is not None:
         command.append(f"--ansible-inventory={inventory.resolve()}")
     command.append(str(suite))
     # Only testinfra: other installed plugins (hypothesis takes 1.5 s to import) add nothing.
-    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONSAFEPATH": "1"}
     try:
         done = subprocess.run(
             command, cwd=directory, capture_output=True, text=True, timeout=timeout_s, env=env
