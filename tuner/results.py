@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tuner.host_identity import live_identity
+from probes.identity import live_identity
 from tuner.state import state_dir, state_path
 
 MEASURED_ON = "measured_on"
