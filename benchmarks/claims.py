@@ -58,7 +58,8 @@ from typing import Any
 
 from benchmarks import tuned_profile as tuned_conf
 from tuner.plan import Plan as IotunerPlan
-from tuner.plan import PlanEntry, plan_from_findings, write_plan
+from tuner.plan import PlanEntry, write_plan
+from tuner.rules.to_plan import plan_from_findings
 from tuner.tunables.naming import HOST
 
 DEFAULT_STATE = "/tmp/iotuner-bench-claims-state"

@@ -14,7 +14,7 @@ from typing import Any
 import psutil
 
 from probes.hostfs import HostFS
-from tuner.host_identity import read_machine_id
+from probes.identity import read_machine_id
 from tuner.topology.model import BlockDevice, Machine, Node, Topology
 
 _UDEV_FIELDS = {

@@ -18,10 +18,13 @@ HWLOC_FIXTURES = REPO / "tests" / "fixtures" / "hwloc"
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """lab_parallel only sorts lab tests (scripts/test runs "lab and lab_parallel" on workers):
-    on a test without `lab` it would run that test in the quick phase and the parallel one."""
+    on a test without `lab` it would run that test in the quick phase and the parallel one.
+    whole_host tests run alone, so never on the parallel phase's workers."""
     for item in items:
         if item.get_closest_marker("lab_parallel") and not item.get_closest_marker("lab"):
             raise pytest.UsageError(f"{item.nodeid}: marked lab_parallel but not lab")
+        if item.get_closest_marker("lab_parallel") and item.get_closest_marker("whole_host"):
+            raise pytest.UsageError(f"{item.nodeid}: marked both whole_host and lab_parallel")
 
 
 @pytest.fixture

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from tuner.errors import BadInput
-from tuner.plan import plan_from_findings, read_plan, write_plan
+from tuner.plan import read_plan, write_plan
 from tuner.rules.model import Finding, Setting, Source
+from tuner.rules.to_plan import plan_from_findings
 
 SOURCE = (Source("003_7920ff5510b23a75.txt", "Section 4", "blockdev --setra 16384"),)
 

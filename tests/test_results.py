@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tuner.host_identity import live_identity
+from probes.identity import live_identity
 from tuner.results import MEASURED_ON, load_result, result_path, save_result
 
 

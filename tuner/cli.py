@@ -3,31 +3,91 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import typer
 
 from tuner import __version__
-from tuner.cli_help import Group, add_command, examples
-from tuner.commands import (
-    advise,
-    apply,
-    bottleneck,
-    daemon,
-    history,
-    lab,
-    probe,
-    report,
-    rollback,
-    rules,
-    status,
-    sweep,
-    tune,
-    verify,
-)
+from tuner.cli_help import Lazy, LazyGroup, examples
 from tuner.console import print_error
 from tuner.errors import IotunerError
-from tuner.recovery import recover_if_needed
+
+
+class Commands(LazyGroup):
+    """Every `iotuner` command, imported when it is run (tuner/cli_help.py `LazyGroup`).
+
+    In the order typer listed them when they were registered: commands, then the groups.
+    """
+
+    lazy: ClassVar[dict[str, Lazy]] = {
+        "probe": Lazy(
+            "tuner.commands.probe:probe",
+            "Discover PCI links, controllers, disks, storage stacks, NICs, IRQs and NUMA layout.",
+        ),
+        "advise": Lazy(
+            "tuner.commands.advise:advise",
+            "Run the rule base over the host: findings grouped by severity, each with its source.",
+        ),
+        "tune": Lazy(
+            "tuner.commands.tune:tune",
+            "Measure the baseline, search host settings with short fio trials, confirm the winner.",
+        ),
+        "apply": Lazy(
+            "tuner.commands.apply:apply",
+            "Apply a plan: udev rules, a sysctl.d file and a boot unit, and the live values at "
+            "once.",
+        ),
+        "rollback": Lazy(
+            "tuner.commands.rollback:rollback",
+            "Restore every journaled original still changed (exit 1 if any could not be).",
+        ),
+        "history": Lazy(
+            "tuner.commands.history:history",
+            "List every apply, newest first: when, its plan, what it wrote, and whether it is "
+            "in place.",
+        ),
+        "verify": Lazy(
+            "tuner.commands.verify:verify",
+            "Check live values and managed files against a plan with a generated testinfra suite.",
+        ),
+        "sweep": Lazy(
+            "tuner.commands.sweep:sweep",
+            "Measure direct-read throughput over a grid of request sizes and queue depths.",
+        ),
+        "bottleneck": Lazy(
+            "tuner.commands.bottleneck:bottleneck",
+            "Group devices by the components they share and read 1..N of each group at once "
+            "(read-only, direct I/O): where the summed throughput stops growing short of the "
+            "devices' own sum, that component is the bottleneck. Never writes.",
+        ),
+        "report": Lazy(
+            "tuner.commands.report:report",
+            "Draw the topology (coloured by findings), the findings, and the saved results of "
+            "bottleneck (scaling curves), sweep (heatmaps) and tune (convergence, before/after).",
+        ),
+        "daemon": Lazy(
+            "tuner.commands.daemon:daemon",
+            "Run in the foreground until SIGTERM: re-apply drifted settings, give new disks of a "
+            "known class their plan, watch the workload and (when allowed) re-tune in idle "
+            "windows.",
+        ),
+        "status": Lazy(
+            "tuner.commands.status:status",
+            "Show the daemon's state, the plan it holds, drift, the live workload and recent "
+            "events.",
+        ),
+        "rules": Lazy(
+            "tuner.commands.rules:app",
+            "List and show the rules iotuner applies. Exit codes: 0 ok, 2 bad input.",
+        ),
+        "lab": Lazy(
+            "tuner.commands.lab:app",
+            "Build, inspect and remove an emulated storage lab (loop devices, buses, ceilings) "
+            "and network path (namespaces, a rate, a round-trip time). Exit codes: 0 ok, 1 the "
+            "lab failed or disagrees with the system, 2 bad input.",
+        ),
+    }
+
 
 app = typer.Typer(
     name="iotuner",
@@ -37,23 +97,9 @@ app = typer.Typer(
     "is the manual (docs/iotuner.1).",
     epilog=examples("iotuner"),
     no_args_is_help=True,
-    cls=Group,
+    cls=Commands,
     rich_markup_mode="markdown",
 )
-add_command(app, "probe", probe.probe)
-add_command(app, "advise", advise.advise)
-add_command(app, "tune", tune.tune)
-add_command(app, "apply", apply.apply)
-app.add_typer(rules.app, name="rules")
-add_command(app, "rollback", rollback.rollback)
-add_command(app, "history", history.history)
-add_command(app, "verify", verify.verify)
-add_command(app, "sweep", sweep.sweep)
-add_command(app, "bottleneck", bottleneck.bottleneck)
-app.add_typer(lab.app, name="lab")
-add_command(app, "report", report.report)
-add_command(app, "daemon", daemon.daemon)
-add_command(app, "status", status.status)
 
 
 def _version(value: bool) -> None:
@@ -74,6 +120,8 @@ def _root(
 ) -> None:
     """Exit codes: 0 ok, 1 findings or failure, 2 bad input."""
     # Values a killed iotuner left changed are put back before anything else runs.
+    from tuner.recovery import recover_if_needed
+
     recover_if_needed(ctx.invoked_subcommand)
 
 

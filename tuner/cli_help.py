@@ -8,9 +8,12 @@ print flags bare and arguments as `PLAN`. Examples live here, one table for ever
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import typer
+import typer.main
 from typer.core import TyperCommand, TyperGroup
 
 EXAMPLES: dict[str, tuple[str, ...]] = {
@@ -116,3 +119,99 @@ class Group(TyperGroup):
 def add_command(app: typer.Typer, name: str, function: Any, key: str | None = None) -> None:
     """Register `function` as command `name` with the examples under `key` (default: name)."""
     app.command(name=name, cls=Command, epilog=examples(key or name))(function)
+
+
+@dataclass(frozen=True)
+class Lazy:
+    """A command imported when it runs: "module:attribute" (a function or a typer app).
+
+    `summary` is what the command list shows, the first paragraph of the command's own help
+    (tests/commands/test_help.py holds them equal), so `iotuner --help` imports no command.
+    """
+
+    target: str
+    summary: str
+
+
+class LazyGroup(Group):
+    """A group whose commands are imported on first use, not when the program starts.
+
+    Every `iotuner` call paid for importing all commands (the rule engine, the trials, the lab)
+    before running one. Running, completing options of, or asking help of one command imports
+    that command only; listing the commands (the root's help, completing a command's name)
+    shows the summaries. `commands` still holds every command, loaded then, for the man page.
+    """
+
+    lazy: ClassVar[dict[str, Lazy]] = {}
+    """The commands in the order the help lists them; set by the subclass (tuner/cli.py)."""
+
+    def __init__(self, **attrs: Any) -> None:
+        self._loaded: dict[str, Any] = {}
+        self._listing = False
+        super().__init__(**attrs)
+
+    @property  # type: ignore[override]
+    def commands(self) -> dict[str, Any]:
+        """Every command, each imported now if it was not yet."""
+        for name in self.lazy:
+            self._load(name)
+        return self._loaded
+
+    @commands.setter
+    def commands(self, value: Any) -> None:
+        self._loaded = dict(value)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """The names, in the table's order, without importing a command."""
+        return [*self.lazy, *(name for name in self._loaded if name not in self.lazy)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        """The command, imported now; while listing, a stand-in showing its summary."""
+        entry = self.lazy.get(cmd_name)
+        if entry is not None and self._listing and cmd_name not in self._loaded:
+            return TyperCommand(name=cmd_name, help=entry.summary)
+        if entry is not None:
+            return self._load(cmd_name)
+        return self._loaded.get(cmd_name)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        """The help, its command list from the summaries."""
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+    def shell_complete(self, ctx: Any, incomplete: str) -> list[Any]:
+        """Command names (with their summaries) and options, importing no command."""
+        self._listing = True
+        try:
+            return list(super().shell_complete(ctx, incomplete))
+        finally:
+            self._listing = False
+
+    def _load(self, name: str) -> Any:
+        if name in self._loaded:
+            return self._loaded[name]
+        module, attribute = self.lazy[name].target.split(":")
+        target = getattr(importlib.import_module(module), attribute)
+        # Built as typer builds a registered command or sub-app (get_group_from_info), with
+        # the root's settings (pretty_exceptions_short: typer's default, which the root keeps).
+        holder = typer.Typer()
+        if isinstance(target, typer.Typer):
+            holder.add_typer(target, name=name)
+            command: Any = typer.main.get_group_from_info(
+                holder.registered_groups[0],
+                pretty_exceptions_short=True,
+                suggest_commands=self.suggest_commands,
+                rich_markup_mode=self.rich_markup_mode,
+            )
+        else:
+            add_command(holder, name, target)
+            command = typer.main.get_command_from_info(
+                holder.registered_commands[0],
+                pretty_exceptions_short=True,
+                rich_markup_mode=self.rich_markup_mode,
+            )
+        self._loaded[name] = command
+        return command

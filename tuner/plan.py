@@ -25,7 +25,6 @@ import yaml
 from tuner.codec import DecodeError, decode, encode
 from tuner.errors import BadInput
 from tuner.outfile import write_file
-from tuner.rules.model import Finding
 from tuner.tunables.naming import canonical_target, target_problem
 from tuner.tunables.registry import TUNABLES
 from tuner.yaml_text import yaml_error
@@ -89,41 +88,9 @@ def plan_field(text: str, pattern: re.Pattern[str] = _WORKLOAD, fallback: str = 
     return fitted if pattern.fullmatch(fitted) else fallback
 
 
-def plan_from_findings(findings: tuple[Finding, ...], host: str, workload: str | None) -> Plan:
-    """Merge the findings' settings into one entry per key and target.
-
-    Findings come most severe first, so on a conflict of exact values the more severe rule
-    wins; bounds merge to the tightest (the highest `at_least`, the lowest `at_most`).
-    """
-    chosen: dict[tuple[str, str], PlanEntry] = {}
-    search: dict[tuple[str, str], SearchRange] = {}
-    for finding in findings:
-        for s in finding.settings:
-            slot = (s.key, s.target)
-            if s.bound == "range" and s.range is not None:
-                search.setdefault(slot, SearchRange(s.key, s.target, *s.range, finding.rule))
-                continue
-            if s.value is None or s.value == s.current:
-                continue
-            entry = PlanEntry(s.key, s.target, s.value, s.current, finding.rule)
-            previous = chosen.get(slot)
-            if previous is None or _tighter(s.bound, entry.value, previous.value):
-                chosen[slot] = entry
-    return Plan(
-        plan_version=PLAN_VERSION,
-        created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        host=plan_field(host, _HOST),
-        source="advise",
-        workload=None if workload is None else plan_field(workload, fallback="workload"),
-        entries=tuple(chosen.values()),
-        search=tuple(search.values()),
-    )
-
-
-def _tighter(bound: str, new: Any, old: Any) -> bool:
-    if not isinstance(new, (int, float)) or not isinstance(old, (int, float)):
-        return False
-    return (bound == "at_least" and new > old) or (bound == "at_most" and new < old)
+def host_field(text: str) -> str:
+    """`text` made to fit the plan's `host` field (see `plan_field`)."""
+    return plan_field(text, _HOST)
 
 
 def plan_text(plan: Plan) -> str:

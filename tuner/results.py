@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tuner.host_identity import live_identity
+from probes.identity import live_identity
 from tuner.outfile import write_file
 from tuner.state import state_dir, state_path
 from tuner.trust import private_dir

@@ -11,7 +11,8 @@ from probes.host import probe_host
 from probes.hostfs import HostFS
 from tuner.topology.model import BlockDevice, NumaNode, PciFunction
 
-pytestmark = pytest.mark.live
+# Each reads the block devices of the whole host (pyproject.toml, whole_host).
+pytestmark = [pytest.mark.live, pytest.mark.whole_host]
 
 
 def test_live_host_topology_matches_what_the_kernel_says() -> None:

@@ -12,7 +12,8 @@ from probes.ids import MACHINE_ID
 from probes.storage import probe_storage
 from tuner.topology.model import BlockDevice, StoragePort
 
-pytestmark = pytest.mark.live
+# Each reads the block devices of the whole host (pyproject.toml, whole_host).
+pytestmark = [pytest.mark.live, pytest.mark.whole_host]
 
 
 def test_vda_hangs_from_a_virtio_hop_on_a_pci_function() -> None:

@@ -79,6 +79,7 @@ def test_plan_out_writes_a_plan_of_the_findings(hwloc_root, tmp_path: Path) -> N
 
 
 @pytest.mark.live
+@pytest.mark.whole_host  # its block devices read twice: another test's loop device between
 def test_live_advise_claims_nothing_about_absent_hardware() -> None:
     result = iotuner("advise", "--json", "--explain")
     assert result.returncode in (0, 1), result.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import sys
 import pytest
 import typer.main
 
-from tuner.cli import app
+from tuner.cli import Commands, app
 
 
 def commands() -> list[list[str]]:
@@ -52,3 +53,24 @@ def test_completion_and_required_arguments_in_capitals() -> None:
     script = subprocess.run([sys.executable, "-m", "tuner.cli", "--show-completion", "bash"],
                             capture_output=True, text=True, timeout=60)  # fmt: skip
     assert script.returncode == 0 and "complete " in script.stdout
+
+
+def test_the_command_list_shows_each_commands_own_first_paragraph() -> None:
+    # The root's help lists the commands from summaries kept in tuner/cli.py, so that it
+    # imports none of them: each must say what the command's own help says first.
+    group = typer.main.get_command(app)
+    for name, entry in Commands.lazy.items():
+        own = inspect.cleandoc(group.commands[name].help or "").split("\n\n")[0]
+        assert entry.summary == " ".join(own.split()), name
+
+
+def test_help_and_version_import_no_command() -> None:
+    code = (
+        "import sys\nfrom tuner.cli import main\nsys.argv = ['iotuner', sys.argv[1]]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('tuner.commands.')))"
+    )
+    for flag in ("--help", "--version"):
+        result = subprocess.run([sys.executable, "-c", code, flag], capture_output=True,
+                                text=True, timeout=60)  # fmt: skip
+        assert result.stdout.splitlines()[-1] == "[]", (flag, result.stderr)

@@ -99,6 +99,7 @@ def test_corrupt_capture_is_bad_input(tmp_path: Path) -> None:
 
 
 @pytest.mark.live
+@pytest.mark.whole_host  # its block devices read twice: another test's loop device between
 def test_live_probe_gather_replay(tmp_path: Path) -> None:
     capture = tmp_path / "live.tar.xz"
     assert iotuner("probe", "--gather", str(capture)).returncode == 0

@@ -29,10 +29,11 @@ from tests.fixtures.scenarios import build_scenario
 from tests.fuzz.common import FUZZ, corpus, note, within
 from tuner.facts import collect
 from tuner.facts.target import FactOptions
-from tuner.plan import parse_plan, plan_from_findings, plan_text
+from tuner.plan import parse_plan, plan_text
 from tuner.rules.engine import evaluate
 from tuner.rules.installed import load_rule_base
 from tuner.rules.model import RuleBase
+from tuner.rules.to_plan import plan_from_findings
 from tuner.topology.document import to_document
 from tuner.topology.model import Machine
 from tuner.topology.view import render_topology

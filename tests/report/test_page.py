@@ -105,7 +105,7 @@ def test_the_convergence_plot_ticks_whole_trials() -> None:
 
 
 def test_results_follow_the_host_they_were_measured_on() -> None:
-    from tuner.host_identity import HostIdentity
+    from probes.identity import HostIdentity
     from tuner.report.build import this_hosts
 
     here = HostIdentity("db1", "1" * 32, "6.12.0")

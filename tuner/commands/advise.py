@@ -19,9 +19,10 @@ from tuner.errors import BadInput
 from tuner.facts import collect
 from tuner.facts.target import FactOptions
 from tuner.outfile import check_output_path
-from tuner.plan import plan_from_findings, write_plan
+from tuner.plan import write_plan
 from tuner.rules.engine import Evaluation, evaluate
 from tuner.rules.installed import check_workload, load_rule_base
+from tuner.rules.to_plan import plan_from_findings
 from tuner.rules.view import (
     print_changes,
     print_explanations,

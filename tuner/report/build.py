@@ -13,9 +13,9 @@ from typing import Any
 
 from probes.host_root import open_root
 from probes.hostfs import HostFS
+from probes.identity import HostIdentity, identity_from, identity_of
 from tuner.facts import collect
 from tuner.facts.target import FactOptions
-from tuner.host_identity import HostIdentity, identity_from, identity_of
 from tuner.outfile import write_file
 from tuner.report.data import scaling_curves, sweep_grids, tune_run
 from tuner.report.page import ReportInputs, render_page

@@ -15,8 +15,9 @@ from rich.console import Console
 from rich.text import Text
 
 from tuner.facts.catalog import unknown_hint
-from tuner.plan import PlanEntry, SearchRange, plan_from_findings
+from tuner.plan import PlanEntry, SearchRange
 from tuner.rules.model import Explanation, Finding, Setting
+from tuner.rules.to_plan import plan_from_findings
 
 _STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
 _INDENT = 4

@@ -143,7 +143,7 @@ class Machine(Node):
     hostname: str | None = None
     memory_bytes: int | None = None
     kernel: str | None = None  # the release, proc/sys/kernel/osrelease
-    machine_id: str | None = None  # derived from /etc/machine-id (tuner/host_identity.py), live
+    machine_id: str | None = None  # derived from /etc/machine-id (probes/identity.py), live
 
 
 @dataclass(frozen=True)

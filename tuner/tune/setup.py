@@ -11,9 +11,9 @@ from probes.hostfs import HostFS, digits
 from tuner.facts import collect
 from tuner.facts.host import dirty_limit_bytes
 from tuner.facts.target import FactOptions
-from tuner.plan import plan_from_findings
 from tuner.rules.engine import evaluate
 from tuner.rules.model import Finding, RuleBase, Workload
+from tuner.rules.to_plan import plan_from_findings
 from tuner.search.space import APP, HOST, Point, SearchSpace, SpaceContext, Value, space_for
 from tuner.topology.model import Machine, Topology
 from tuner.topology.walk import queues_below, reads_enter
