@@ -24,6 +24,8 @@ from tests.apply.applylab import (
     write_plan,
 )
 from tests.cli import iotuner
+from tests.test_plan import PLAN_HEAD
+from tests.yaml_bombs import sized_bomb
 from tuner.apply.render import SYSCTL_CONF, UDEV_RULES
 
 # Bytes no text round trip would keep: no final newline, a tab, a byte that is not UTF-8.
@@ -192,3 +194,22 @@ def test_measure_rolls_back_an_apply_that_made_the_workload_worse(
         assert not (conf / UDEV_RULES).exists()
         history = json.loads(iotuner("history", "--json", state=state).stdout)
         assert [a["status"] for a in history["applies"]] == ["rolled-back"]
+
+
+@pytest.mark.parametrize("size", [2_000, 38_000])
+def test_apply_check_refuses_a_plan_of_yaml_aliases_in_one_line(tmp_path: Path, size: int) -> None:
+    # 2 KB of aliases took 23 s to check; 38 KB never finished (issue 27).
+    head = PLAN_HEAD + "measured:\n"
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(head + sized_bomb(size - len(head), indent="  "))
+    run = iotuner("apply", str(plan), "--check", timeout=20)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.count("\n") == 1 and "refused (more than" in run.stderr
+
+
+def test_apply_check_refuses_deep_nesting_in_one_line(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN_HEAD + "measured: " + "[" * 10_000 + "]" * 10_000 + "\n")
+    run = iotuner("apply", str(plan), "--check", timeout=20)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.count("\n") == 1 and "nested deeper than" in run.stderr
