@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 from yaml.composer import ComposerError
-from yaml.events import AliasEvent
+from yaml.events import AliasEvent, Event
 from yaml.nodes import Node
 
 from tuner.errors import BadInput
@@ -31,6 +31,11 @@ MAX_DEPTH = 64
 
 class YamlBudgetError(ComposerError):
     """A document over the node or depth budget: refused, not malformed."""
+
+
+def _refused(why: str, event: Any) -> YamlBudgetError:
+    """The refusal, marked at the event where the budget ran out."""
+    return YamlBudgetError(None, None, why, event.start_mark)
 
 
 class BoundedLoader(yaml.SafeLoader):
@@ -48,31 +53,24 @@ class BoundedLoader(yaml.SafeLoader):
     def _spend(self, count: int, event: Any) -> None:
         self._nodes += count
         if self._nodes > self.max_nodes:
-            raise YamlBudgetError(
-                None, None,
-                f"more than {self.max_nodes} YAML nodes once aliases are expanded",
-                event.start_mark,
-            )  # fmt: skip
+            raise _refused(
+                f"more than {self.max_nodes} YAML nodes once aliases are expanded", event
+            )
 
-    def compose_node(self, parent: Node | None, index: Any) -> Node:  # type: ignore[override]
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
         """The next node, counted against the budgets before it is composed."""
-        event = self.peek_event()
+        self.check_event(Event)  # the next event, parsed and held as current_event
+        event = self.current_event
         if isinstance(event, AliasEvent):
             named = self.anchors.get(event.anchor or "")
             if named is not None:
                 size = self._sizes.get(id(named))
                 if size is None:  # still being composed: the alias would make a cycle
-                    raise YamlBudgetError(
-                        None, None, f"alias *{event.anchor} inside its own anchor",
-                        event.start_mark,
-                    )  # fmt: skip
+                    raise _refused(f"alias *{event.anchor} inside its own anchor", event)
                 self._spend(size, event)
-            node: Node = super().compose_node(parent, index)
-            return node
+            return super().compose_node(parent, index)
         if self._depth >= self.max_depth:
-            raise YamlBudgetError(
-                None, None, f"YAML nested deeper than {self.max_depth} levels", event.start_mark
-            )
+            raise _refused(f"YAML nested deeper than {self.max_depth} levels", event)
         self._spend(1, event)
         before = self._nodes
         self._depth += 1
@@ -88,7 +86,7 @@ class BoundedLoader(yaml.SafeLoader):
 def load_yaml(text: str, where: str, loader: type[BoundedLoader] = BoundedLoader) -> Any:
     """The one document in `text`, within the budgets; BadInput in one line naming `where`."""
     try:
-        return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=loader)
     except yaml.YAMLError as err:
         raise BadInput(yaml_error(where, err)) from None
     except (RecursionError, ValueError, OverflowError, TypeError) as err:

@@ -128,7 +128,7 @@ def test_malformed(text: str, message: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "network: {rate_mbit: 100, rtt_ms: 10, sender: {tcp_congestion_control: \"reno\\n\"}}",
+        'network: {rate_mbit: 100, rtt_ms: 10, sender: {tcp_congestion_control: "reno\\n"}}',
         "network: {rate_mbit: .nan, rtt_ms: 10}",
         "network: {rate_mbit: 100, rtt_ms: .inf}",
         "network: {rate_mbit: 1" + "0" * 400 + ", rtt_ms: 10}",

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-
 from tuner.errors import BadInput
 from tuner.lab.modelled import Model, nominal_mbps, parse_model
 from tuner.lab.netspec import NetworkSpec, parse_network
