@@ -218,3 +218,16 @@ def test_a_few_honest_aliases_still_read(tmp_path: Path) -> None:
     path = tmp_path / "plan.yaml"
     path.write_text(PLAN_HEAD + "measured:\n  a: &r {mbps: 10.5}\n  b: *r\n")
     assert read_plan(path).measured == {"a": {"mbps": 10.5}, "b": {"mbps": 10.5}}
+
+
+@pytest.mark.parametrize(
+    ("measured", "kind"),
+    [("[a, b]", "list"), ("'/dev/sda'", "str"), ("7", "int"), ("true", "bool")],
+)
+def test_measured_is_a_mapping_or_nothing(tmp_path: Path, measured: str, kind: str) -> None:
+    # `measured: [a list]` passed the check and crashed `apply --measure` (issue 27).
+    path = tmp_path / "plan.yaml"
+    path.write_text(PLAN_HEAD + f"measured: {measured}\n")
+    with pytest.raises(BadInput) as err:
+        read_plan(path)
+    assert f"measured: expected a mapping of figures, got {kind}" in refused_well(err.value)

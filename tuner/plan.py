@@ -236,6 +236,10 @@ def check_plan(plan: Plan, where: str) -> Plan:
         if not isinstance(rng.reason, str) or not _TEXT.fullmatch(rng.reason):
             raise bad(f"search[{i}]: reason: {_shown(rng.reason)} is not a short line of text")
     if plan.measured is not None:
+        # apply --measure reads measured.target: a list or a string there was a traceback.
+        if not isinstance(plan.measured, dict):
+            kind = type(plan.measured).__name__
+            raise bad(f"measured: expected a mapping of figures, got {kind}")
         why = _data_problem(plan.measured, 0)
         if why:
             raise bad(f"measured: {why}")

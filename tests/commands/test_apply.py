@@ -213,3 +213,22 @@ def test_apply_check_refuses_deep_nesting_in_one_line(tmp_path: Path) -> None:
     run = iotuner("apply", str(plan), "--check", timeout=20)
     assert run.returncode == 2, run.stderr
     assert run.stderr.count("\n") == 1 and "nested deeper than" in run.stderr
+
+
+@pytest.mark.parametrize("measured", ["[a, b]", "'/dev/sda'"])
+def test_apply_measure_refuses_a_plan_whose_measured_is_not_a_mapping(
+    tmp_path: Path, measured: str
+) -> None:
+    # It passed --check and crashed --measure with a traceback (issue 27). No entries: nothing
+    # could be applied even if the refusal came late.
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN_HEAD.replace("workload: null", "workload: stream-read")
+                    + f"measured: {measured}\n")  # fmt: skip
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    for extra in (["--measure"], ["--check"]):
+        run = iotuner("apply", str(plan), "--conf-root", str(conf), *extra,
+                      state=tmp_path / "state", timeout=60)  # fmt: skip
+        assert run.returncode == 2, run.stdout + run.stderr
+        assert run.stderr.count("\n") == 1 and "measured: expected a mapping" in run.stderr
+    assert not any(conf.iterdir())
