@@ -34,7 +34,7 @@ class ConditionError(ValueError):
 def parse_condition(text: str, facts: frozenset[str]) -> Condition:
     """Parse one condition for a target kind whose facts are `facts`."""
     text = text.strip()
-    bare = _BARE.match(text)
+    bare = _BARE.fullmatch(text)
     if bare:
         fact = bare["fact"]
         _known(fact, facts)

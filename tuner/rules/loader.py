@@ -153,7 +153,7 @@ def _rule(path: Path, entry: Any, workloads: set[str], papers: dict[str, Paper])
     if unknown:
         raise RuleError(f"{label}: unknown key(s) {', '.join(sorted(unknown))}")
     rule_id = str(entry["id"])
-    if not _ID.match(rule_id):
+    if not _ID.fullmatch(rule_id):
         raise RuleError(f"{label}: id must be lower-case words joined by dashes")
     if entry["lesson"] not in LESSONS:
         raise RuleError(f"{label}: unknown lesson {entry['lesson']!r}")
