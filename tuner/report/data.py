@@ -180,9 +180,10 @@ def _number(doc: dict[str, Any], *keys: str) -> float | None:
     """The first of `keys` holding a number: finite, within MAX_NUMBER (NaN fails both)."""
     for key in keys:
         value = doc.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            if -MAX_NUMBER <= value <= MAX_NUMBER:
-                return float(value)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if -MAX_NUMBER <= value <= MAX_NUMBER:
+            return float(value)
     return None
 
 
