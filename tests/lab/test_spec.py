@@ -152,6 +152,11 @@ DISK = "{name: d0, read_mbps: 100, write_mbps: 100, iops: 2000, size: 1GiB}"
          "x.yaml: disks[0] (d0): bus [1] is not defined"),
         ("disks: [" + DISK + "]\nstripe: {a: 1}", "x.yaml: stripe: must be one of"),
         ("disks: " + "[" * 10_000 + "]" * 10_000, "refused (YAML nested deeper than 64 levels)"),
+        # A 400-digit size was an OverflowError; 10^43 bytes passed as a disk's size.
+        ("disks: [{name: d0, read_mbps: 1, write_mbps: 1, iops: 1, size: '1" + "0" * 400
+         + "TiB'}]", "x.yaml: disks[0] (d0): size must be like 1GiB"),
+        ("disks: [{name: d0, read_mbps: 1, write_mbps: 1, iops: 1, size: 1" + "0" * 43 + "}]",
+         "x.yaml: disks[0] (d0): size must be like 1GiB"),
         ("disks: [" + DISK + "]\ndescription: 2026-02-31", "x.yaml: cannot read YAML"),
     ],
 )  # fmt: skip
