@@ -10,7 +10,7 @@ PCI_ROOT = re.compile(r"^pci([0-9a-fA-F]{4,}):([0-9a-fA-F]{2})$")
 
 def is_pci_address(name: str) -> bool:
     """True for a PCI function address, 4-digit domain or wider."""
-    return PCI_ADDRESS.match(name) is not None
+    return PCI_ADDRESS.fullmatch(name) is not None
 
 
 def pci_addresses(real_path: str) -> list[str]:

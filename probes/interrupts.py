@@ -96,7 +96,7 @@ def _split_tail(words: list[str]) -> tuple[str | None, str]:
     if not words:
         return None, ""
     rest = words[1:]
-    while rest and _HWIRQ.match(rest[0]):
+    while rest and _HWIRQ.fullmatch(rest[0]):
         rest = rest[1:]
     return words[0], " ".join(rest)
 

@@ -89,7 +89,7 @@ def _function_paths(fs: HostFS) -> list[str]:
         found |= _unlisted_bridges(fs, found)
     else:
         for name in fs.listdir(DEVICES_DIR):
-            if PCI_ROOT.match(name):
+            if PCI_ROOT.fullmatch(name):
                 _walk(fs, f"{DEVICES_DIR}/{name}", found)
     return sorted(found, key=lambda path: path.split("/"))
 
@@ -97,7 +97,7 @@ def _function_paths(fs: HostFS) -> list[str]:
 def _walk(fs: HostFS, rel: str, found: set[str]) -> None:
     """Collect PCI functions below `rel`, descending only into real function and root dirs."""
     for name in fs.listdir(rel):
-        if not (is_pci_address(name) or PCI_ROOT.match(name)):
+        if not (is_pci_address(name) or PCI_ROOT.fullmatch(name)):
             continue
         child = f"{rel}/{name}"
         # A link here would lead elsewhere in the tree (or round in a loop): not a child.
@@ -149,7 +149,7 @@ def _parent_id(parts: list[str]) -> str:
     for part in reversed(parts):
         if is_pci_address(part):
             return pci_id(part)
-        match = PCI_ROOT.match(part)
+        match = PCI_ROOT.fullmatch(part)
         if match:
             return pci_bus_id(match.group(1), match.group(2))
     return MACHINE_ID
@@ -158,7 +158,7 @@ def _parent_id(parts: list[str]) -> str:
 def _host_bridge(parts: list[str]) -> tuple[str, PciHostBridge] | None:
     """The innermost host bridge on a function's path, keyed by its own path."""
     for index in range(len(parts) - 1, -1, -1):
-        match = PCI_ROOT.match(parts[index])
+        match = PCI_ROOT.fullmatch(parts[index])
         if match:
             domain, bus = match.group(1), match.group(2)
             bridge = PciHostBridge(
@@ -247,7 +247,7 @@ def _slots(fs: HostFS) -> dict[str, str]:
         address = fs.read(rel)
         if address is None:
             continue  # an empty slot the firmware describes without an address
-        if not _SLOT_ADDRESS.match(address):
+        if not _SLOT_ADDRESS.fullmatch(address):
             fs.warn(f"{rel}: expected DDDD:BB:DD, got {address[:40]!r}")
             continue
         found.setdefault(address.lower(), name)

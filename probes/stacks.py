@@ -120,7 +120,7 @@ def probe_btrfs(fs: HostFS) -> list[MultiDeviceFs]:
     """Mounted btrfs file systems: label, member devices (kernel names) and data profile."""
     found = []
     for uuid in fs.listdir(BTRFS_DIR):
-        if not _UUID.match(uuid):
+        if not _UUID.fullmatch(uuid):
             continue  # `features` and other non-filesystem entries
         base = f"{BTRFS_DIR}/{uuid}"
         found.append(

@@ -36,9 +36,15 @@ BANNED = [
         set(),
     ),
     (
-        re.compile(r"yaml\.(unsafe_)?load\((?!.*Loader=_LineLoader)"),
-        "yaml.load builds arbitrary objects from a file: use yaml.safe_load",
-        set(),
+        re.compile(r"yaml\.(unsafe_|full_)?load(_all)?\("),
+        "yaml.load builds arbitrary objects from a file: use tuner.yaml_text.load_yaml",
+        {"tuner/yaml_text.py"},  # the one bounded SafeLoader
+    ),
+    (
+        re.compile(r"yaml\.(safe_load|compose|C?SafeLoader\b)"),
+        "an unbounded YAML loader: a few KB of aliases expand to billions of nodes and deep "
+        "nesting is a RecursionError (issue 27); use tuner.yaml_text.load_yaml",
+        {"tuner/yaml_text.py"},
     ),
     (
         re.compile(r"shell=True|os\.system\(|os\.popen\("),

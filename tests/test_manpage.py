@@ -45,3 +45,12 @@ def test_groff_renders_the_page_without_warnings(tmp_path: Path) -> None:
     shown = subprocess.run(["groff", "-man", "-Tutf8", str(page)], capture_output=True,
                            text=True).stdout  # fmt: skip
     assert "iotuner advise --workload disk-to-network --link-gbps 10 --rtt-ms 100" in shown
+
+
+def test_apply_destroy_data_takes_the_device_it_may_write() -> None:
+    # It was a yes/no switch that let a write workload overwrite the plan's device (issue 27).
+    page = generated()
+    start = page.index(".SS iotuner apply")
+    section = page[start : page.index(".SS", start + 4)]
+    assert "\\fB\\-\\-destroy\\-data\\fR \\fIDEVICE\\fR" in section
+    assert "\\-\\-target /dev/sdb \\-\\-destroy\\-data /dev/sdb" in section

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fuzz.common import refused_well, within
+from tests.yaml_bombs import deep_nesting, sized_bomb
 from tuner.errors import BadInput
 from tuner.plan import read_plan, write_plan
 from tuner.rules.model import Finding, Setting, Source
@@ -159,3 +161,74 @@ def test_a_nul_in_a_target_is_bad_input(tmp_path: Path) -> None:
     assert "entries[0]: target 'sd\\x00a'" in bad_plan(
         tmp_path, GOOD.replace("target: sda", 'target: "sd\\0a"')
     )
+
+
+# -- YAML budget (issue 27): aliases expanded and nesting count against it ---------------------
+
+PLAN_HEAD = (
+    "plan_version: 1\ncreated: '2026-11-22T07:10:00+00:00'\nhost: storage01\nsource: tune\n"
+    "workload: null\nentries: []\n"
+)
+
+
+@pytest.mark.parametrize("size", [2_000, 38_000])
+def test_a_plan_of_yaml_aliases_is_refused_in_well_under_a_second(
+    tmp_path: Path, size: int
+) -> None:
+    # 2 KB took 23 s to check, 38 KB never finished: the walk saw every expanded alias.
+    path = tmp_path / "plan.yaml"
+    head = PLAN_HEAD + "measured:\n"
+    path.write_text(head + sized_bomb(size - len(head), indent="  "))
+    assert len(path.read_bytes()) <= size
+    with within(1.0), pytest.raises(BadInput) as err:
+        read_plan(path)
+    assert "plan.yaml" in refused_well(err.value) and "aliases" in str(err.value)
+
+
+def test_merge_keys_of_aliased_mappings_count_too(tmp_path: Path) -> None:
+    # `<<: *m` copies a mapping's keys at load time: a bomb of merges costs while loading.
+    lines = ["  m0: &m0 {" + ", ".join(f"k{i}: 1" for i in range(30)) + "}"]
+    for level in range(1, 7):
+        merged = ", ".join(f"k{i}: *m{level - 1}" for i in range(30))
+        lines.append(f"  m{level}: &m{level} {{<<: *m{level - 1}, {merged}}}")
+    path = tmp_path / "plan.yaml"
+    path.write_text(PLAN_HEAD + "measured:\n" + "\n".join(lines) + "\n")
+    with within(1.0), pytest.raises(BadInput) as err:
+        read_plan(path)
+    refused_well(err.value)
+
+
+@pytest.mark.parametrize("depth", [100, 10_000])
+def test_deep_nesting_is_refused_before_it_is_walked(tmp_path: Path, depth: int) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(PLAN_HEAD + "measured: " + deep_nesting(depth) + "\n")
+    with within(1.0), pytest.raises(BadInput) as err:
+        read_plan(path)
+    assert "nested" in refused_well(err.value)
+
+
+def test_an_alias_inside_its_own_anchor_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(PLAN_HEAD + "measured: &a {x: *a}\n")
+    with within(1.0), pytest.raises(BadInput) as err:
+        read_plan(path)
+    refused_well(err.value)
+
+
+def test_a_few_honest_aliases_still_read(tmp_path: Path) -> None:
+    path = tmp_path / "plan.yaml"
+    path.write_text(PLAN_HEAD + "measured:\n  a: &r {mbps: 10.5}\n  b: *r\n")
+    assert read_plan(path).measured == {"a": {"mbps": 10.5}, "b": {"mbps": 10.5}}
+
+
+@pytest.mark.parametrize(
+    ("measured", "kind"),
+    [("[a, b]", "list"), ("'/dev/sda'", "str"), ("7", "int"), ("true", "bool")],
+)
+def test_measured_is_a_mapping_or_nothing(tmp_path: Path, measured: str, kind: str) -> None:
+    # `measured: [a list]` passed the check and crashed `apply --measure` (issue 27).
+    path = tmp_path / "plan.yaml"
+    path.write_text(PLAN_HEAD + f"measured: {measured}\n")
+    with pytest.raises(BadInput) as err:
+        read_plan(path)
+    assert f"measured: expected a mapping of figures, got {kind}" in refused_well(err.value)

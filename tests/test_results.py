@@ -28,3 +28,15 @@ def test_missing_or_broken_result_is_none(state: Path) -> None:
     assert load_result("sweep") is None
     result_path("sweep").write_text("[1, 2]")
     assert load_result("sweep") is None
+
+
+def test_a_hostile_result_file_is_none(state: Path) -> None:
+    # Nesting was a RecursionError out of `report` (issue 27); a huge file is not read whole.
+    save_result("sweep", {})
+    result_path("sweep").write_text("[" * 100_000 + "]" * 100_000)
+    assert load_result("sweep") is None
+    result_path("sweep").write_bytes(b'{"a": "\xff"}')
+    assert load_result("sweep") is None
+    with result_path("sweep").open("w") as f:
+        f.write('{"pad": "' + "x" * (16 << 20) + '"}')
+    assert load_result("sweep") is None

@@ -48,6 +48,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "iotuner apply plan.yaml --check --diff",
         "iotuner apply plan.yaml",
         "iotuner apply plan.yaml --measure",
+        "iotuner apply plan.yaml --measure --target /dev/sdb --destroy-data /dev/sdb",
     ),
     "rollback": ("iotuner rollback", "iotuner rollback --to 0", "iotuner rollback --json"),
     "history": ("iotuner history", "iotuner history --json"),

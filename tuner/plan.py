@@ -27,7 +27,7 @@ from tuner.errors import BadInput
 from tuner.outfile import write_file
 from tuner.tunables.naming import canonical_target, target_problem
 from tuner.tunables.registry import TUNABLES
-from tuner.yaml_text import yaml_error
+from tuner.yaml_text import load_yaml
 
 PLAN_VERSION = 1
 DAEMON_SOURCE = "daemon"
@@ -137,13 +137,7 @@ def parse_plan(text: str, where: str) -> Plan:
     """Load and check a plan's YAML text; BadInput names `where` and the entry at fault."""
     if len(text) > MAX_PLAN_BYTES:
         raise BadInput(f"{where}: larger than {MAX_PLAN_BYTES >> 20} MiB: not a plan")
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise BadInput(yaml_error(where, err)) from None
-    except (RecursionError, ValueError) as err:  # ValueError: 5000-digit ints
-        why = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise BadInput(f"{where}: cannot read plan ({why})") from None
+    raw = load_yaml(text, where)  # node and depth budgets: no alias bomb reaches the walk
     version = raw.get("plan_version") if isinstance(raw, dict) else None
     if type(version) is not int or version != PLAN_VERSION:  # True == 1 in Python
         raise BadInput(f"{where}: not an iotuner plan (plan_version {PLAN_VERSION} expected)")
@@ -209,6 +203,10 @@ def check_plan(plan: Plan, where: str) -> Plan:
         if not isinstance(rng.reason, str) or not _TEXT.fullmatch(rng.reason):
             raise bad(f"search[{i}]: reason: {_shown(rng.reason)} is not a short line of text")
     if plan.measured is not None:
+        # apply --measure reads measured.target: a list or a string there was a traceback.
+        if not isinstance(plan.measured, dict):
+            kind = type(plan.measured).__name__
+            raise bad(f"measured: expected a mapping of figures, got {kind}")
         why = _data_problem(plan.measured, 0)
         if why:
             raise bad(f"measured: {why}")

@@ -16,6 +16,8 @@ from tuner.state import state_dir, state_path
 from tuner.trust import private_dir
 
 MEASURED_ON = "measured_on"
+MAX_RESULT_BYTES = 16 << 20
+"""A saved result larger than this is not one iotuner wrote (a long tune is well under 1 MiB)."""
 
 
 def result_path(name: str) -> Path:
@@ -33,9 +35,15 @@ def save_result(name: str, doc: dict[str, Any]) -> Path:
 
 
 def load_result(name: str) -> dict[str, Any] | None:
-    """Result `name` as saved, or None when there is none (or it is not a JSON object)."""
+    """Result `name` as saved, or None when there is none (or it is not a JSON object of at
+    most MAX_RESULT_BYTES)."""
     try:
-        doc = json.loads(result_path(name).read_text())
-    except (OSError, ValueError):
+        with result_path(name).open("rb") as f:
+            data = f.read(MAX_RESULT_BYTES + 1)
+        if len(data) > MAX_RESULT_BYTES:
+            return None
+        # ValueError: not JSON, not UTF-8; RecursionError: nested thousands deep.
+        doc = json.loads(data)
+    except (OSError, ValueError, RecursionError):
         return None
     return doc if isinstance(doc, dict) else None

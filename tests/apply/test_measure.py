@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.loopdev import loop_device
 from tuner.apply.measure import (
     MeasureConfig,
     compare,
+    may_write,
     measured_apply,
     plan_target,
     plan_workload,
@@ -71,6 +73,24 @@ def test_plan_target_and_workload(tmp_path: Path) -> None:
         trial_target(str(tmp_path / "nothing"), plan_workload(plan_of())),
     ):
         pass
+
+
+@pytest.mark.lab
+@pytest.mark.lab_parallel
+def test_destroy_data_names_the_only_device_written(tmp_path: Path) -> None:
+    # The device a plan records is never written on the plan's say-so (issue 27).
+    assert plan_target(plan_of(), None, "/dev/loop9") == "/dev/loop9"
+    assert plan_target(plan_of(target="/dev/loop7"), None, "/dev/loop9") == "/dev/loop7"
+    assert not may_write("/dev/loop7", None, "the plan's target")
+    with pytest.raises(BadInput, match="--destroy-data /dev/null: not a block device"):
+        may_write("/dev/null", "/dev/null", "--target")
+    with loop_device() as name:
+        device = f"/dev/{name}"
+        assert may_write(device, device, "--target")
+        with pytest.raises(
+            BadInput, match=f"names another device than the plan's target {tmp_path}"
+        ):
+            may_write(str(tmp_path), device, "the plan's target")
 
 
 def test_bad_input_before_anything_is_applied() -> None:

@@ -24,6 +24,9 @@ from tests.apply.applylab import (
     write_plan,
 )
 from tests.cli import iotuner
+from tests.loopdev import loop_device
+from tests.test_plan import PLAN_HEAD
+from tests.yaml_bombs import sized_bomb
 from tuner.apply.render import SYSCTL_CONF, UDEV_RULES
 
 # Bytes no text round trip would keep: no final newline, a tab, a byte that is not UTF-8.
@@ -192,3 +195,101 @@ def test_measure_rolls_back_an_apply_that_made_the_workload_worse(
         assert not (conf / UDEV_RULES).exists()
         history = json.loads(iotuner("history", "--json", state=state).stdout)
         assert [a["status"] for a in history["applies"]] == ["rolled-back"]
+
+
+@pytest.mark.parametrize("size", [2_000, 38_000])
+def test_apply_check_refuses_a_plan_of_yaml_aliases_in_one_line(tmp_path: Path, size: int) -> None:
+    # 2 KB of aliases took 23 s to check; 38 KB never finished (issue 27).
+    head = PLAN_HEAD + "measured:\n"
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(head + sized_bomb(size - len(head), indent="  "))
+    run = iotuner("apply", str(plan), "--check", timeout=20)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.count("\n") == 1 and "refused (more than" in run.stderr
+
+
+def test_apply_check_refuses_deep_nesting_in_one_line(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN_HEAD + "measured: " + "[" * 10_000 + "]" * 10_000 + "\n")
+    run = iotuner("apply", str(plan), "--check", timeout=20)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.count("\n") == 1 and "nested deeper than" in run.stderr
+
+
+@pytest.mark.parametrize("measured", ["[a, b]", "'/dev/sda'"])
+def test_apply_measure_refuses_a_plan_whose_measured_is_not_a_mapping(
+    tmp_path: Path, measured: str
+) -> None:
+    # It passed --check and crashed --measure with a traceback (issue 27). No entries: nothing
+    # could be applied even if the refusal came late.
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN_HEAD.replace("workload: null", "workload: stream-read")
+                    + f"measured: {measured}\n")  # fmt: skip
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    for extra in (["--measure"], ["--check"]):
+        run = iotuner("apply", str(plan), "--conf-root", str(conf), *extra,
+                      state=tmp_path / "state", timeout=60)  # fmt: skip
+        assert run.returncode == 2, run.stdout + run.stderr
+        assert run.stderr.count("\n") == 1 and "measured: expected a mapping" in run.stderr
+    assert not any(conf.iterdir())
+
+
+# -- apply --measure --destroy-data DEVICE (issue 27) -----------------------------------------
+
+MARK = b"the user's data\n" * 4096  # 64 KiB at the start of the device, compared after
+
+
+def _write_plan_on(path: Path, device: str) -> Path:
+    """A stream-write plan with no entries whose tune measured on `device`."""
+    path.write_text(PLAN_HEAD.replace("workload: null", "workload: stream-write")
+                    + f"measured: {{target: {device}}}\n")  # fmt: skip
+    return path
+
+
+def _marked(name: str) -> str:
+    device = f"/dev/{name}"
+    with open(device, "r+b") as f:
+        f.write(MARK)
+    return device
+
+
+def _holds_mark(device: str) -> bool:
+    with open(device, "rb") as f:
+        return f.read(len(MARK)) == MARK
+
+
+@pytest.mark.lab
+@pytest.mark.lab_parallel
+def test_destroy_data_without_a_device_no_longer_writes_the_plans_device(tmp_path: Path) -> None:
+    # `apply --measure --destroy-data` was a yes/no switch: with no --target it overwrote the
+    # device the *plan* names (issue 27). Now --destroy-data takes the device it may write.
+    with loop_device() as name:
+        device = _marked(name)
+        plan = _write_plan_on(tmp_path / "plan.yaml", device)
+        conf = tmp_path / "conf"
+        conf.mkdir()
+        run = iotuner("apply", str(plan), "--measure", "--destroy-data", "--conf-root",
+                      str(conf), "--repeats", "2", "--runtime", "1", "--ramp", "0",
+                      state=tmp_path / "state", timeout=120)  # fmt: skip
+        assert _holds_mark(device), "the plan's device was written"
+        assert run.returncode == 2, run.stdout + run.stderr
+
+
+@pytest.mark.lab
+@pytest.mark.lab_parallel
+def test_destroy_data_naming_another_device_than_the_plans_is_refused(tmp_path: Path) -> None:
+    with loop_device() as planned, loop_device() as named:
+        in_plan, on_line = _marked(planned), _marked(named)
+        plan = _write_plan_on(tmp_path / "plan.yaml", in_plan)
+        conf = tmp_path / "conf"
+        conf.mkdir()
+        for target in ([], ["--target", in_plan]):
+            run = iotuner("apply", str(plan), "--measure", "--destroy-data", on_line, *target,
+                          "--conf-root", str(conf), "--repeats", "2", "--runtime", "1",
+                          state=tmp_path / "state", timeout=120)  # fmt: skip
+            assert run.returncode == 2, run.stdout + run.stderr
+            assert run.stderr.count("\n") == 1, run.stderr
+            assert f"--destroy-data {on_line}" in run.stderr and in_plan in run.stderr
+        assert _holds_mark(in_plan) and _holds_mark(on_line)
+        assert not any(conf.iterdir())

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 from rich.console import Console
 
+from tests.cli import iotuner
+from tests.test_plan import PLAN_HEAD
+from tests.yaml_bombs import sized_bomb
 from tuner.commands.verify import render_checks
 from tuner.verify.run import Outcome, Verification
 from tuner.verify.suite import Check
@@ -29,3 +33,13 @@ def test_checks_holding_markup_are_shown_as_text() -> None:
     assert "/etc/[/]x.conf" in text and "[bold]present" in text and "ok" in text
     assert "[mq-deadline]" in text and "FAILED" in text and "read [none] mq-deadline" in text
     assert "never ran [red]" in text and "not run" in text
+
+
+def test_a_plan_of_yaml_aliases_is_refused_in_one_line(tmp_path: Path) -> None:
+    # 2 KB of aliases kept verify checking for 23 s; 38 KB never finished (issue 27).
+    head = PLAN_HEAD + "measured:\n"
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(head + sized_bomb(38_000 - len(head), indent="  "))
+    run = iotuner("verify", str(plan), timeout=20)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.count("\n") == 1 and "refused (more than" in run.stderr

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.fuzz.common import within
 from tests.loopdev import loop_device
+from tests.yaml_bombs import sized_bomb
 from tuner.daemon.events import Event
-from tuner.daemon.workload import WorkloadWatch, classify, profile_names
+from tuner.daemon.workload import WorkloadWatch, classify, profile_names, profiles
 from tuner.trials.activity import Activity, activity
 from tuner.trials.diskstats import DiskCounters, read_counters
 
@@ -313,3 +315,20 @@ def test_stream_then_random_reads_on_a_loop_device() -> None:
                 job.wait()
         found = [e.data["workload"] for e in events if e.kind == "workload"]
         assert found == ["stream-read", "random-read"], [e.message for e in events]
+
+
+# -- the rule base's workloads file, hostile (issue 27) ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "workloads: " + "[" * 10_000 + "]" * 10_000,  # was a RecursionError in the daemon
+        "workloads:\n  - name: x\n    fio:\n" + sized_bomb(38_000, indent="      "),
+        "workloads: [{name: 2026-02-31}]",  # was a ValueError
+    ],
+)
+def test_a_hostile_workloads_file_gives_no_profiles(tmp_path: Path, text: str) -> None:
+    (tmp_path / "workloads.yaml").write_text(text)
+    with within(2.0):
+        assert profiles(tmp_path) == {}

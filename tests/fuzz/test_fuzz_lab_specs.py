@@ -8,16 +8,21 @@ line naming the file, the disk and the field.
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.fuzz.common import FUZZ, note, refused_well, within
+from tests.fuzz.common import FUZZ, corpus, note, refused_well, within
+from tests.yaml_bombs import alias_bomb
 from tuner.errors import BadInput
-from tuner.lab import hdd, parse_spec, raid, ssd
+from tuner.lab import hdd, load_spec, parse_spec, raid, ssd
 from tuner.lab.hdd import HddModel
 from tuner.lab.raid import RaidModel
+from tuner.lab.spec import SPECS_DIR
 
 BOUNDS = {"hdd": hdd.BOUNDS, "ssd": ssd.BOUNDS, "raid0": raid.BOUNDS, "raid5": raid.BOUNDS}
 
@@ -111,3 +116,73 @@ def test_a_generated_model_is_read_in_bounds_or_refused_in_one_line(
     if isinstance(drive, HddModel):
         assert drive.inner_mbps <= drive.outer_mbps
         assert drive.seek_track_ms <= drive.seek_full_ms
+
+
+# -- whole specs as text (issue 27): hostile names, rates, shapes, nesting, aliases ------------
+
+_SPECS = sorted(SPECS_DIR.glob("*.yaml"))
+_HOSTILE_VALUES = [
+    ".nan", ".inf", "-.inf", "1" + "0" * 400, "'lab\\n'", '"reno\\n"', "[1]", "{a: 1}", "~",
+    "2026-02-31", "!!binary aGk=", "'[red]x[/]'", "*undefined", "0x7fffffffffffffff",
+    "[[[[[[[[[[]]]]]]]]]]", "'" + "x" * 300 + "'",
+]  # fmt: skip
+_KEYS = ["name", "read_mbps", "write_mbps", "iops", "size", "bus", "fs", "rate_mbit", "rtt_ms",
+         "tcp_congestion_control", "tcp_rmem", "stripe", "loss_percent", "mtu", "disk"]  # fmt: skip
+
+
+@st.composite
+def _spec_text(draw: st.DrawFn) -> str:
+    """A built-in spec with one value made hostile, or a nesting / alias bomb appended."""
+    text = draw(st.sampled_from(_SPECS)).read_text()
+    how = draw(st.sampled_from(["value", "value", "value", "nesting", "aliases", "bytes"]))
+    note(f"spec: {how}")
+    if how == "value":
+        key = draw(st.sampled_from(_KEYS))
+        value = draw(st.one_of(st.sampled_from(_HOSTILE_VALUES), st.text(max_size=20)))
+        pattern = re.compile(rf"(\b{key}: )([^,}}\n]*)")
+        if pattern.search(text):
+            return pattern.sub(lambda m: m[1] + value, text, count=1)
+        return text + f"\n{key}: {value}\n"
+    if how == "nesting":
+        depth = draw(st.integers(10, 20_000))
+        return text + "\nnetwork: " + "[" * depth + "]" * depth + "\n"
+    if how == "aliases":
+        return text + "\nnetwork:\n" + alias_bomb(draw(st.integers(2, 60)), 7, indent="  ")
+    at = draw(st.integers(0, len(text)))
+    return text[:at] + draw(st.sampled_from(["\x00", "\t", "\ufeff", "{{", "]", ": "])) + text[at:]
+
+
+def spec_handled(text: str | Path) -> None:
+    """Read (text, or a file through load_spec) into a spec whose names and rates are sound,
+    or refused in one line naming the file."""
+    source = str(text) if isinstance(text, Path) else "x.yaml"
+    try:
+        with within():
+            if isinstance(text, Path):
+                spec = load_spec(source)
+            else:
+                spec = parse_spec(text, source, default_name="x")
+    except BadInput as err:
+        assert refused_well(err).startswith(source), str(err)
+        note("refused")
+        return
+    note("accepted")
+    for named in (spec, *spec.buses, *spec.disks):
+        assert re.fullmatch(r"[a-z][a-z0-9_-]{0,31}", named.name), named.name
+    for item in (*spec.buses, *spec.disks):
+        assert math.isfinite(item.read_mbps) and math.isfinite(item.write_mbps), item
+    if spec.network is not None:
+        for end in (spec.network.sender, spec.network.receiver):
+            cc = end.tcp_congestion_control
+            assert cc is None or re.fullmatch(r"[a-z][a-z0-9_]{0,15}", cc), cc
+
+
+@FUZZ
+@given(_spec_text())
+def test_a_generated_spec_is_read_soundly_or_refused_in_one_line(text: str) -> None:
+    spec_handled(text)
+
+
+@pytest.mark.parametrize("path", corpus("lab_specs"), ids=lambda p: p.name)
+def test_specs_that_once_failed(path: Path) -> None:
+    spec_handled(path)

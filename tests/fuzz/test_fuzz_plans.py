@@ -20,6 +20,7 @@ from tests.apply.hosts import identity_host
 from tests.fuzz.common import FUZZ, corpus, note, refused_well, within
 from tests.sysfs_tree import SysTree
 from tests.tunables.hostroot import NVME
+from tests.yaml_bombs import alias_bomb, deep_nesting
 from tuner.apply import boot
 from tuner.apply.render import BOOT_UNIT, SYSCTL_CONF, UDEV_RULES, Rendered, render
 from tuner.errors import BadInput
@@ -173,6 +174,46 @@ def check_files(rendered: Rendered) -> None:
 @FUZZ
 @given(_document)
 def test_generated_plans(host: Path, text: str) -> None:
+    handles(text, host)
+
+
+# -- YAML aliases (issue 27): bombs of any shape, anywhere in a plan ---------------------------
+
+_FIELDS = ["measured", "search", "entries", "workload", "hsot"]
+
+
+@st.composite
+def _alias_document(draw: st.DrawFn) -> str:
+    """A plausible plan with an alias bomb, deep nesting or a cyclic alias under some field."""
+    plan = yaml.safe_dump(draw(_plausible))
+    field = draw(st.sampled_from(_FIELDS))
+    kind = draw(st.sampled_from(["bomb", "bomb", "flow", "nesting", "cycle", "merge"]))
+    width, levels = draw(st.integers(2, 60)), draw(st.integers(2, 9))
+    if kind == "bomb":
+        body = "\n" + alias_bomb(width, levels, indent="  ")
+    elif kind == "flow":  # a bomb inside one flow sequence
+        items = [f"&a0 [{', '.join(['x'] * width)}]"]
+        items += [f"&a{i} [{', '.join([f'*a{i - 1}'] * width)}]" for i in range(1, levels)]
+        body = " [" + ", ".join(items) + "]"
+    elif kind == "nesting":
+        depth = draw(st.integers(10, 20_000))
+        body = " " + draw(st.sampled_from([deep_nesting(depth), "{a: " * depth + "}" * depth]))
+    elif kind == "cycle":
+        body = draw(st.sampled_from([" &c [*c]", " &c {a: *c}", " &c [[[*c]]]"]))
+    else:
+        body = "\n  m0: &m0 {a: 1, b: 2}\n" + "".join(
+            f"  m{i}: &m{i} {{<<: *m{i - 1}, " + ", ".join(f"k{j}: *m{i - 1}" for j in range(width))
+            + "}\n"
+            for i in range(1, levels)
+        )  # fmt: skip
+    note(f"aliases: {kind}")
+    lines = [line for line in plan.splitlines() if not line.startswith(f"{field}:")]
+    return "\n".join(lines) + f"\n{field}:{body}\n"
+
+
+@FUZZ
+@given(_alias_document())
+def test_generated_plans_of_yaml_aliases(host: Path, text: str) -> None:
     handles(text, host)
 
 

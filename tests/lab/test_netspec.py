@@ -123,3 +123,23 @@ def test_malformed(text: str, message: str) -> None:
     assert message in str(err.value)
     assert "\n" not in str(err.value)
     assert err.value.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'network: {rate_mbit: 100, rtt_ms: 10, sender: {tcp_congestion_control: "reno\\n"}}',
+        "network: {rate_mbit: .nan, rtt_ms: 10}",
+        "network: {rate_mbit: 100, rtt_ms: .inf}",
+        "network: {rate_mbit: 1" + "0" * 400 + ", rtt_ms: 10}",
+        "network: {rate_mbit: 100, rtt_ms: 10, sender: {tcp_rmem: [1, 2, 1" + "0" * 400 + "]}}",
+        "network: {rate_mbit: 100, rtt_ms: 10, sender: {tcp_rmem: [[1], 2, 3]}}",
+    ],
+)
+def test_hostile_networks_are_one_line(text: str) -> None:
+    # A trailing newline passed `re.match` with `$` (issue 27).
+    with pytest.raises(BadInput) as err:
+        parse_spec(text, "x.yaml", default_name="x")
+    message = str(err.value)
+    assert message.startswith("x.yaml: network") and "\n" not in message
+    assert err.value.exit_code == 2

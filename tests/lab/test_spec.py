@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fuzz.common import refused_well, within
+from tests.yaml_bombs import sized_bomb
 from tuner.errors import BadInput
 from tuner.lab import builtin_spec_names, load_spec, parse_spec
 from tuner.lab.build import bus_image_bytes, memory_needed
@@ -127,3 +129,55 @@ def test_unknown_names(tmp_path: Path) -> None:
         load_spec("nope")
     with pytest.raises(BadInput, match=r"missing\.yaml: no such spec file"):
         load_spec(str(tmp_path / "missing.yaml"))
+
+
+# -- hostile specs (issue 27): one line, exit 2, never a traceback or a hang ------------------
+
+DISK = "{name: d0, read_mbps: 100, write_mbps: 100, iops: 2000, size: 1GiB}"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("name: 'lab\n\n'\ndisks: [" + DISK + "]", "x.yaml: name: must match"),  # trailing \n
+        ("disks: [{name: \"d0\\n\", read_mbps: 1, write_mbps: 1, iops: 1, size: 1GiB}]",
+         "x.yaml: disks[0]: name must match"),
+        ("disks: [{name: d0, read_mbps: 1, write_mbps: .nan, iops: 1, size: 1GiB}]",
+         "write_mbps must be a positive number of MB/s, got nan"),
+        ("disks: [{name: d0, read_mbps: .inf, write_mbps: 1, iops: 1, size: 1GiB}]",
+         "read_mbps must be a positive number of MB/s, got inf"),
+        ("disks: [{name: d0, read_mbps: 1" + "0" * 400 + ", write_mbps: 1, iops: 1, size: 1GiB}]",
+         "read_mbps must be a positive number of MB/s"),
+        ("disks: [{name: d0, bus: [1], read_mbps: 1, write_mbps: 1, iops: 1, size: 1GiB}]",
+         "x.yaml: disks[0] (d0): bus [1] is not defined"),
+        ("disks: [" + DISK + "]\nstripe: {a: 1}", "x.yaml: stripe: must be one of"),
+        ("disks: " + "[" * 10_000 + "]" * 10_000, "refused (YAML nested deeper than 64 levels)"),
+        # A 400-digit size was an OverflowError; 10^43 bytes passed as a disk's size.
+        ("disks: [{name: d0, read_mbps: 1, write_mbps: 1, iops: 1, size: '1" + "0" * 400
+         + "TiB'}]", "x.yaml: disks[0] (d0): size must be like 1GiB"),
+        ("disks: [{name: d0, read_mbps: 1, write_mbps: 1, iops: 1, size: 1" + "0" * 43 + "}]",
+         "x.yaml: disks[0] (d0): size must be like 1GiB"),
+        ("disks: [" + DISK + "]\ndescription: 2026-02-31", "x.yaml: cannot read YAML"),
+    ],
+)  # fmt: skip
+def test_hostile_specs_are_one_line(text: str, message: str) -> None:
+    with within(2.0), pytest.raises(BadInput) as err:
+        parse_spec(text, "x.yaml", default_name="x")
+    assert message in refused_well(err.value)
+
+
+@pytest.mark.parametrize("size", [2_000, 38_000])
+def test_a_spec_of_yaml_aliases_is_refused_in_well_under_a_second(size: int) -> None:
+    # The checker stops at the first field it does not know; the loader refuses before it.
+    head = "disks: [" + DISK + "]\nnetwork:\n"
+    with within(1.0), pytest.raises(BadInput) as err:
+        parse_spec(head + sized_bomb(size - len(head), indent="  "), "x.yaml", default_name="x")
+    assert "refused (more than" in refused_well(err.value)
+
+
+def test_a_spec_file_not_utf8_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "lab.yaml"
+    path.write_bytes(b"name: lab\xff\n")
+    with pytest.raises(BadInput) as err:
+        load_spec(str(path))
+    assert "lab.yaml: not UTF-8 text" in refused_well(err.value)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from tests.report.samples import bottleneck_doc, sweep_doc, tune_doc
 from tuner.report.data import best_so_far, scaling_curves, sweep_grids, tune_run
 from tuner.report.figures import size_label
@@ -68,3 +70,38 @@ def test_tune_run_and_best_so_far() -> None:
 
 def test_size_labels_like_fio() -> None:
     assert [size_label(s) for s in (512, 4096, 262144, 4 << 20)] == ["512", "4K", "256K", "4M"]
+
+
+# -- hostile saved results (issue 27): drawn within bounds or left out, never a traceback --------
+
+
+def test_nan_and_huge_numbers_in_a_sweep_are_left_out() -> None:
+    doc = sweep_doc()
+    doc["cells"] += [{"size": math.nan, "depth": 1, "mbps": 5.0},
+                     {"size": 4096, "depth": math.inf, "mbps": 5.0},
+                     {"size": 10**400, "depth": 1, "mbps": 5.0},
+                     {"size": 4096, "depth": 1, "mbps": math.nan},
+                     {"size": -4096, "depth": 0, "mbps": 1.0}]  # fmt: skip
+    (grid,) = sweep_grids(doc)
+    assert grid.sizes == (4096, 16384, 65536, 262144, 1048576, 4194304)
+    assert grid.depths == (1, 2, 4, 8)
+    assert all(v is None or math.isfinite(v) for row in grid.mbps for v in row)
+
+
+def test_a_300_by_300_grid_is_not_drawn() -> None:
+    cells = [{"size": 4096 * (s + 1), "depth": d + 1, "mbps": 1.0}
+             for s in range(300) for d in range(300)]  # fmt: skip
+    assert sweep_grids({"device": "sda", "cells": cells}) == []
+
+
+def test_a_tune_with_hostile_figures_keeps_its_sound_trials() -> None:
+    doc = tune_doc()
+    doc["trials"] += [{"number": 99, "phase": "x", "mbps": math.nan},
+                      {"number": math.inf, "mbps": 1.0}, {"number": 10**400, "mbps": 1.0},
+                      {"number": 100, "phase": "p" * 10_000, "mbps": 1.0}]  # fmt: skip
+    doc["ci"] = ["a", "b"]
+    doc["target"] = "t" * 10_000
+    run = tune_run(doc)
+    assert run is not None and run.ci is None and len(run.target) <= 200
+    assert all(math.isfinite(mbps) and len(phase) <= 200 for _, phase, mbps in run.trials)
+    assert run.trials[-1][0] == 100

@@ -43,3 +43,16 @@ def test_unknown_fact_value_is_unknown_not_false() -> None:
 def test_bad_conditions_are_refused(text: str) -> None:
     with pytest.raises(ConditionError):
         parse_condition(text, FACTS)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "scheduler in " + "[" * 10_000 + "]" * 10_000,  # was a RecursionError
+        "scheduler == 2026-02-31",  # was a ValueError
+    ],
+)
+def test_a_hostile_value_is_a_condition_error(text: str) -> None:
+    with pytest.raises(ConditionError) as err:
+        parse_condition(text, FACTS)
+    assert "\n" not in str(err.value)

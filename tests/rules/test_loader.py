@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.fuzz.common import within
 from tests.rules.rule_files import PAPERS, READAHEAD, rule_dir
+from tests.yaml_bombs import sized_bomb
 from tuner.rules.loader import RuleError, load_rules
 
 
@@ -92,3 +94,20 @@ def test_a_broken_paper_catalogue_names_file_and_line(
     directory = rule_dir(tmp_path, papers=PAPERS.replace(*change))
     with pytest.raises(RuleError, match=rf"papers\.yaml:2: paper .*{message}"):
         load_rules(directory)
+
+
+def test_deep_nesting_in_a_rule_file_is_one_line(tmp_path: Path) -> None:
+    # 10,000 levels were a RecursionError out of the loader (issue 27).
+    deep = "rules: " + "[" * 10_000 + "]" * 10_000 + "\n"
+    with within(2.0), pytest.raises(RuleError) as err:
+        load_rules(rule_dir(tmp_path, deep))
+    text = str(err.value)
+    assert text.startswith(f"{tmp_path}/queues.yaml:1: ") and "nested deeper than" in text
+    assert "\n" not in text
+
+
+def test_a_rule_file_of_yaml_aliases_is_one_line(tmp_path: Path) -> None:
+    bomb = "rules:\n  - id: x\n    title: x\n    notes:\n" + sized_bomb(38_000, indent="      ")
+    with within(2.0), pytest.raises(RuleError) as err:
+        load_rules(rule_dir(tmp_path, bomb))
+    assert "refused (more than" in str(err.value) and "\n" not in str(err.value)

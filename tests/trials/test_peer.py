@@ -52,6 +52,7 @@ def test_a_peer_prints_as_it_would_be_typed() -> None:
         ("host:65536", "PORT 1024-65535"),
         ("host:52o1", "PORT 1024-65535"),
         ("host:+5201", "PORT 1024-65535"),
+        ("host:5201\n", "PORT 1024-65535"),  # `re.match` with `$` took it (issue 27)
         ("[10.77.0.2]:5201", "brackets are for IPv6"),
         ("[2001:db8::1", "expected HOST[:PORT]"),
         ("[2001:db8::1]5201", "expected HOST[:PORT]"),

@@ -51,6 +51,8 @@ def test_client_command_is_bounded_and_reports_json(tmp_path: Path) -> None:
         (TransferOptions(omit=11), "transfer omit must be 0 to 10"),
         (TransferOptions(parallel=0), "transfer parallel must be 1 to 16"),
         (TransferOptions(congestion="cubic; reboot"), "congestion control must match"),
+        # `re.match` with `$` let a final newline through (issue 27).
+        (TransferOptions(congestion="cubic\n"), "congestion control must match"),
         (TransferOptions(window=10), "window must be 4096 to 1073741824 bytes, got 10"),
         (TransferOptions(send_file="relative"), "send file must be an absolute path"),
         (TransferOptions(send_file="/nonexistent/x"), "send file /nonexistent/x: no such file"),

@@ -23,6 +23,7 @@ from tuner.errors import BadInput
 from tuner.plan import Plan
 from tuner.rules.installed import load_rule_base
 from tuner.rules.model import RuleBase, Workload
+from tuner.trials.blockdev import block_number
 from tuner.trials.faults import TrialFault
 from tuner.trials.fio import writes
 from tuner.trials.targets import TrialTarget
@@ -110,17 +111,38 @@ def _scope(key: str) -> str | None:
     return None if spec is None else spec.scope
 
 
-def plan_target(plan: Plan, target: str | None = None) -> str:
-    """Where to measure: `target` if given, else where the tune measured (measured.target)."""
+def plan_target(plan: Plan, target: str | None = None, destroy_data: str | None = None) -> str:
+    """Where to measure: `target` if given, else where the tune measured (measured.target),
+    else the device `--destroy-data` names."""
     if target is not None:
         return target
     recorded = (plan.measured or {}).get("target")
-    if not isinstance(recorded, str) or not recorded:
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    if destroy_data is not None:
+        return destroy_data
+    raise BadInput(
+        "the plan records no trial target (an advise plan, or a tune before targets were "
+        "recorded): give a device or a directory to measure on"
+    )
+
+
+def may_write(where: str, destroy_data: str | None, named_by: str) -> bool:
+    """Whether trials on `where` may write it: only when it is the very device `--destroy-data`
+    names. A plan is input too: the device it records is never written on its say-so, so
+    `--destroy-data` naming another device than the one measured is refused (BadInput)."""
+    if destroy_data is None:
+        return False
+    named = block_number(destroy_data)
+    if named is None:
+        raise BadInput(f"--destroy-data {destroy_data}: not a block device")
+    if block_number(where) != named:
         raise BadInput(
-            "the plan records no trial target (an advise plan, or a tune before targets were "
-            "recorded): give a device or a directory to measure on"
+            f"--destroy-data {destroy_data} names another device than {named_by} {where}: "
+            f"only the device named is written (give --target {destroy_data}, or drop "
+            "--destroy-data)"
         )
-    return recorded
+    return True
 
 
 @contextmanager
@@ -135,8 +157,8 @@ def trial_target(
     device = TrialTarget.device(path, destroy_data=destroy_data)
     if writes(workload.fio) and not device.writable:
         raise BadInput(
-            f"{path}: {workload.name} writes; measuring it on a device needs --destroy-data, "
-            "or give a directory for a scratch file"
+            f"{path}: {workload.name} writes; measuring it on a device needs "
+            f"--destroy-data {path}, or give a directory for a scratch file"
         )
     yield device
 
@@ -181,14 +203,16 @@ def measured_apply(
     rollback: Callable[[], None],
     *,
     config: MeasureConfig | None = None,
-    destroy_data: bool = False,
+    destroy_data: str | None = None,
     workload: Workload | None = None,
     on_trial: OnTrial | None = None,
 ) -> MeasuredApply[T]:
     """Measure the plan's workload, `apply()`, measure again; `rollback()` when worse.
 
-    `target` is a device or a directory (None: the one the plan's tune measured on). Bad
-    input (no workload, no target, a write workload on a device without `destroy_data`) is
+    `target` is a device or a directory (None: the one the plan's tune measured on, else the
+    `destroy_data` device). Trials write a device only when `destroy_data` names that very
+    device. Bad input (no workload, no target, a write workload on a device `destroy_data`
+    does not name, `destroy_data` naming another device than the one measured) is
     raised before anything is measured or applied. An exception from `apply` propagates as
     is (the caller's apply cleans up after itself); one during the after-phase (a trial that
     fails, Ctrl-C) calls `rollback` before it propagates: an apply whose effect could not be
@@ -206,8 +230,10 @@ def measured_apply(
     if settings.repeats < 2:
         raise BadInput("measuring needs at least two trials on each side to estimate the noise")
     chosen = workload or plan_workload(plan)
-    where = plan_target(plan, target)
-    with trial_target(where, chosen, destroy_data=destroy_data) as trial:
+    where = plan_target(plan, target, destroy_data)
+    named_by = "--target" if target is not None else "the plan's target"
+    writable = may_write(where, destroy_data, named_by)
+    with trial_target(where, chosen, destroy_data=writable) as trial:
         before = measure_runs(trial, chosen, settings, "before", on_trial)
         applied = apply()
         try:

@@ -64,9 +64,13 @@ def apply(
         ),
     ] = None,
     destroy_data: Annotated[
-        bool,
-        typer.Option(help="With --measure: a write workload may overwrite the --target device."),
-    ] = False,
+        str | None,
+        typer.Option(
+            metavar="DEVICE",
+            help="With --measure: the device a write workload may overwrite; only it is "
+            "written, and a plan or --target naming another device is refused.",
+        ),
+    ] = None,
     repeats: Annotated[
         int, typer.Option(help="With --measure: trials before and after.", min=2)
     ] = 3,
@@ -96,6 +100,8 @@ def apply(
         raise BadInput(f"--conf-root {conf_root}: not a directory")
     if measure and check:
         raise BadInput("--measure applies for real to measure the result; drop --check")
+    if destroy_data is not None and not measure:
+        raise BadInput(f"--destroy-data {destroy_data}: only --measure writes to a device")
     parsed = _validate(plan, conf_root)
     if not check and os.geteuid() != 0:
         raise BadInput("apply writes /sys, /proc/sys and /etc: run it as root (or use --check)")
@@ -144,7 +150,7 @@ def _run(
     repeats: int,
     runtime: float,
     ramp: float,
-    destroy_data: bool,
+    destroy_data: str | None,
 ) -> tuple[PlaybookRun, Outcome, dict[str, Any] | None]:
     """Apply once, or with --measure: measure, apply, measure, roll back if worse."""
     if not measure:

@@ -20,12 +20,12 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tuner.daemon.events import Event, event
+from tuner.errors import BadInput
 from tuner.resources import rules_dir
 from tuner.trials.activity import Activity, activity
 from tuner.trials.diskstats import DISKSTATS, DiskCounters, read_counters
+from tuner.yaml_text import load_yaml
 
 # -- thresholds ------------------------------------------------------------------------------
 IDLE_UTIL_PERCENT = 5.0
@@ -67,8 +67,8 @@ def profiles(directory: Path | None = None) -> dict[str, dict[str, Any]]:
     """The rule base's workload profiles: name -> fio options (empty when the file is bad)."""
     path = (directory or rules_dir()) / WORKLOADS_FILE
     try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError):
+        doc = load_yaml(path.read_text(), str(path))  # bounded: no alias bomb, no deep nesting
+    except (OSError, UnicodeDecodeError, BadInput):
         return {}
     entries = doc.get("workloads") if isinstance(doc, dict) else None
     found: dict[str, dict[str, Any]] = {}

@@ -38,7 +38,7 @@ _OPTICAL = re.compile(r"^sr\d+$")  # SCSI CD/DVD drives: block devices, but not 
 
 def is_optical(dev: BlockDevice) -> bool:
     """True for CD/DVD drives (sr0...), which report themselves rotational."""
-    return _OPTICAL.match(dev.name) is not None
+    return _OPTICAL.fullmatch(dev.name) is not None
 
 
 def is_virtual_disk(

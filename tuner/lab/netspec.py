@@ -23,7 +23,7 @@ MTU = (576, 9000)
 # 10 Gbit/s x 100 ms) so its queues stay within memory.
 MAX_RATE_X_RTT = 1_000_000.0
 MAX_BUFFER = (1 << 31) - 1
-_CONGESTION = re.compile(r"^[a-z][a-z0-9_]{0,15}$")
+_CONGESTION = re.compile(r"[a-z][a-z0-9_]{0,15}")  # fullmatch: `$` lets a final newline in
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def _host(entry: dict[str, Any], role: str, fail: Callable[[str, str], Exception
     host = _mapping(entry.get(role, {}), where, HOST_KEYS, fail)
     congestion = host.get("tcp_congestion_control")
     if congestion is not None and (
-        not isinstance(congestion, str) or not _CONGESTION.match(congestion)
+        not isinstance(congestion, str) or not _CONGESTION.fullmatch(congestion)
     ):
         raise fail(where, f"tcp_congestion_control must match {_CONGESTION.pattern}, "
                           f"got {congestion!r}")  # fmt: skip

@@ -11,13 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tuner.errors import BadInput
 from tuner.lab.modelled import Model, nominal_mbps, parse_model
 from tuner.lab.netspec import NetworkSpec, parse_network
 from tuner.lab.sizes import MIB, parse_size
-from tuner.yaml_text import yaml_error
+from tuner.yaml_text import load_yaml
 
 SPECS_DIR = Path(__file__).with_name("specs")
 STRIPES = ("btrfs-raid0",)
@@ -30,7 +28,9 @@ MIN_MODEL_BYTES = 256 * MIB
 # btrfs raid0 submits I/O in 64 KiB pieces and block throttling counts them before merging, so
 # a member's IOPS cap also caps its bandwidth at iops x 64 KiB (docs/design.md, "Things learned").
 BTRFS_PIECE_BYTES = 64 * 1024
-_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
+_NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")  # fullmatch: `$` would let a final newline in
+MAX_MBPS = 1_000_000.0
+"""A ceiling in MB/s (1 TB/s): above any device, and below where float() of an int fails."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,13 @@ def load_spec(name_or_path: str) -> LabSpec:
     if path.suffix in (".yaml", ".yml") or "/" in name_or_path or path.is_file():
         if not path.is_file():
             raise BadInput(f"{name_or_path}: no such spec file")
-        return parse_spec(path.read_text(), str(path), default_name=path.stem)
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError:
+            raise BadInput(f"{name_or_path}: not UTF-8 text") from None
+        except OSError as err:
+            raise BadInput(f"{name_or_path}: cannot read ({err.strerror or err})") from None
+        return parse_spec(text, str(path), default_name=path.stem)
     builtin = SPECS_DIR / f"{name_or_path}.yaml"
     if not builtin.is_file():
         known = ", ".join(builtin_spec_names())
@@ -104,10 +110,7 @@ def load_spec(name_or_path: str) -> LabSpec:
 
 def parse_spec(text: str, source: str, default_name: str) -> LabSpec:
     """Check and build a spec from YAML text; `source` names it in error messages."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise BadInput(yaml_error(source, err)) from None
+    data = load_yaml(text, source)  # node and depth budgets: no alias bomb, no deep nesting
     return _Checker(source).spec(data, default_name)
 
 
@@ -130,13 +133,16 @@ class _Checker:
 
     def rate(self, entry: dict[str, Any], key: str, where: str) -> float:
         value = entry.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        # Comparisons first: NaN fails them, an infinity or a 400-digit int is above the bound.
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(where, f"{key} must be a positive number of MB/s, got {value!r}")
+        if not 0 < value <= MAX_MBPS:
             raise self.fail(where, f"{key} must be a positive number of MB/s, got {value!r}")
         return float(value)
 
     def name(self, entry: dict[str, Any], where: str, seen: set[str]) -> str:
         value = entry.get("name")
-        if not isinstance(value, str) or not _NAME.match(value):
+        if not isinstance(value, str) or not _NAME.fullmatch(value):
             raise self.fail(where, f"name must match {_NAME.pattern}, got {value!r}")
         if value in seen:
             raise self.fail(where, f"name {value!r} is used twice")
@@ -147,7 +153,7 @@ class _Checker:
         keys = ("name", "description", "buses", "disks", "stripe", "network")
         top = self.mapping(data, "spec", keys)
         name = top.get("name", default_name)
-        if not isinstance(name, str) or not _NAME.match(name):
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise self.fail("name", f"must match {_NAME.pattern}, got {name!r}")
         description = top.get("description", "")
         if not isinstance(description, str):
@@ -204,7 +210,7 @@ class _Checker:
         name = self.name(entry, where, seen)
         where = f"{where} ({name})"
         bus = entry.get("bus")
-        if bus is not None and bus not in buses:
+        if bus is not None and (not isinstance(bus, str) or bus not in buses):
             known = ", ".join(sorted(buses)) or "none defined"
             raise self.fail(where, f"bus {bus!r} is not defined (buses: {known})")
         size = parse_size(entry.get("size"))

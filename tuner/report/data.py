@@ -2,6 +2,9 @@
 
 The readers are lenient on purpose: a result saved by an older or newer iotuner still draws
 what it can, and anything they cannot read becomes None (the section then says how to make it).
+They are bounded too, since a saved result is a file like any other: only finite numbers
+within MAX_NUMBER count, a list gives at most MAX_ITEMS items, a text at most MAX_TEXT
+characters, and a sweep grid wider than MAX_AXIS sizes or depths is not drawn.
 """
 
 from __future__ import annotations
@@ -14,6 +17,13 @@ _COUNT_KEYS = ("busy", "n", "count", "ndevices", "devices")
 _RATE_KEYS = ("mbps", "total_mbps", "sum_mbps", "bw_mbps", "measured_mbps")
 _SIZE_KEYS = ("size", "size_bytes", "bs", "bs_bytes", "block_size")
 _DEPTH_KEYS = ("depth", "iodepth", "queue_depth", "qd")
+MAX_NUMBER = 1e18
+"""Above any rate, size or depth a result holds; int() and float() of it cannot fail."""
+MAX_ITEMS = 10_000
+"""Groups, points, cells or trials read from one list: more than any run makes."""
+MAX_AXIS = 64
+"""Sizes or depths in one sweep grid (a sweep takes about a dozen of each)."""
+MAX_TEXT = 200
 
 
 @dataclass(frozen=True)
@@ -110,27 +120,32 @@ def tune_run(doc: dict[str, Any] | None) -> TuneRun | None:
     if doc is None:
         return None
     trials = tuple(
-        (int(t["number"]), str(t.get("phase", "")), float(t["mbps"]))
+        (number, _short(t.get("phase", "")), mbps)
         for t in _dicts(doc.get("trials"))
-        if isinstance(t.get("number"), int) and isinstance(t.get("mbps"), (int, float))
+        if (number := _int(t, "number")) is not None and (mbps := _number(t, "mbps")) is not None
     )
     if not trials:
         return None
     baseline, best = _dict(doc.get("baseline")), _dict(doc.get("best"))
     ci = doc.get("ci")
+    pair = ci if isinstance(ci, list) and len(ci) == 2 else [None, None]
+    low, high = (
+        _number({"low": pair[0], "high": pair[1]}, "low"),
+        _number({"high": pair[1]}, "high"),
+    )
     return TuneRun(
-        target=str(doc.get("target", "?")),
-        workload=str(doc.get("workload", "?")),
-        objective=str(doc.get("objective", "throughput")),
+        target=_short(doc.get("target", "?")),
+        workload=_short(doc.get("workload", "?")),
+        objective=_short(doc.get("objective", "throughput")),
         trials=trials,
         baseline_mbps=float(_number(baseline, "mbps") or 0.0),
         best_mbps=float(_number(best, "mbps") or 0.0),
         baseline_settings=_settings(baseline.get("settings")),
         best_settings=_settings(best.get("settings")),
         gain=_number(doc, "gain"),
-        ci=(float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 else None,
+        ci=(low, high) if low is not None and high is not None else None,
         chosen=bool(doc.get("chosen")),
-        stop_reason=str(doc.get("stop_reason", "")),
+        stop_reason=_short(doc.get("stop_reason", "")),
         left_out=_settings(doc.get("left_out")),
     )
 
@@ -148,7 +163,13 @@ def best_so_far(values: Iterable[float]) -> list[float]:
 
 def _dicts(value: Any) -> Iterable[dict[str, Any]]:
     if isinstance(value, list):
-        yield from (item for item in value if isinstance(item, dict))
+        yield from (item for item in value[:MAX_ITEMS] if isinstance(item, dict))
+
+
+def _short(value: Any) -> str:
+    """`value` as text of at most MAX_TEXT characters."""
+    text = value if isinstance(value, str) else str(value)[: MAX_TEXT + 1]
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -156,9 +177,12 @@ def _dict(value: Any) -> dict[str, Any]:
 
 
 def _number(doc: dict[str, Any], *keys: str) -> float | None:
+    """The first of `keys` holding a number: finite, within MAX_NUMBER (NaN fails both)."""
     for key in keys:
         value = doc.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if -MAX_NUMBER <= value <= MAX_NUMBER:
             return float(value)
     return None
 
@@ -172,11 +196,11 @@ def _text(doc: dict[str, Any], *keys: str) -> str | None:
     for key in keys:
         value = doc.get(key)
         if isinstance(value, str) and value:
-            return value
+            return _short(value)
         if isinstance(value, dict):  # a component given as an object: use its name
             name = value.get("name") or value.get("device")
             if isinstance(name, str):
-                return name
+                return _short(name)
     return None
 
 
@@ -208,7 +232,7 @@ def _sweep_grid(doc: dict[str, Any]) -> SweepGrid | None:
         for p in _dicts(doc.get(key)):
             size, depth = _int(p, *_SIZE_KEYS), _int(p, *_DEPTH_KEYS)
             rate = _number(p, *_RATE_KEYS)
-            if size is not None and depth is not None and rate is not None:
+            if size is not None and depth is not None and rate is not None and min(size, depth) > 0:
                 cells[(size, depth)] = rate
         if cells:
             break
@@ -216,6 +240,8 @@ def _sweep_grid(doc: dict[str, Any]) -> SweepGrid | None:
         return None
     sizes = tuple(sorted({s for s, _ in cells}))
     depths = tuple(sorted({d for _, d in cells}))
+    if len(sizes) > MAX_AXIS or len(depths) > MAX_AXIS:
+        return None  # not a sweep iotuner made; a 300 x 300 grid cannot be drawn
     half = doc.get("half_power")
     half_doc = half if isinstance(half, dict) else doc
     half_size = _int(half_doc, *_SIZE_KEYS, "half_power_size", "half_power_bytes")
@@ -237,5 +263,5 @@ def _settings(value: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for item in _dicts(value):
         key, target = item.get("key"), item.get("target")
-        out[f"{key} ({target})" if target else str(key)] = item.get("value")
+        out[_short(f"{key} ({target})" if target else key)] = item.get("value")
     return out

@@ -11,9 +11,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import yaml
-
+from tuner.errors import BadInput
 from tuner.rules.model import Condition, FactRef
+from tuner.yaml_text import load_yaml
 
 _COMPARISON = re.compile(
     r"^(?P<fact>[a-z_][a-z0-9_]*)\s*(?P<op><=|>=|==|!=|<|>|not in|in|contains)\s+(?P<rhs>.+)$"
@@ -34,7 +34,7 @@ class ConditionError(ValueError):
 def parse_condition(text: str, facts: frozenset[str]) -> Condition:
     """Parse one condition for a target kind whose facts are `facts`."""
     text = text.strip()
-    bare = _BARE.match(text)
+    bare = _BARE.fullmatch(text)
     if bare:
         fact = bare["fact"]
         _known(fact, facts)
@@ -61,9 +61,9 @@ def _literal(rhs: str, facts: frozenset[str]) -> Any:
     if rhs in facts:
         return FactRef(rhs)
     try:
-        value = yaml.safe_load(rhs)
-    except yaml.YAMLError:
-        raise ConditionError(f"cannot read value {rhs!r}") from None
+        value = load_yaml(rhs, "value")  # bounded: a rule file is input too
+    except BadInput:
+        raise ConditionError(f"cannot read value {rhs[:80]!r}") from None
     if isinstance(value, list):
         return [str(v) if not isinstance(v, (int, float, bool)) else v for v in value]
     return value

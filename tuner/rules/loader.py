@@ -13,12 +13,14 @@ from typing import Any
 
 import yaml
 
+from tuner.errors import BadInput
 from tuner.facts.catalog import FACTS, fact_names
 from tuner.rules.conditions import ConditionError, parse_condition
 from tuner.rules.lessons import LESSONS, SEVERITIES
 from tuner.rules.model import FixtureRef, Paper, Rule, RuleBase, SettingRec, Source, Workload
 from tuner.rules.templates import TemplateError, fields
 from tuner.tunables.registry import TUNABLES
+from tuner.yaml_text import BoundedLoader, load_yaml
 
 WORKLOADS_FILE = "workloads.yaml"
 PAPERS_FILE = "papers.yaml"
@@ -34,8 +36,8 @@ class RuleError(ValueError):
     """A rule file that cannot be used; the message starts with file:line."""
 
 
-class _LineLoader(yaml.SafeLoader):
-    """A SafeLoader that remembers the line where each mapping starts (as `__line__`)."""
+class _LineLoader(BoundedLoader):
+    """A bounded SafeLoader that remembers the line where each mapping starts (`__line__`)."""
 
 
 def _mapping_with_line(loader: _LineLoader, node: yaml.MappingNode) -> dict[str, Any]:
@@ -49,14 +51,14 @@ _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _map
 
 def _read_yaml(path: Path) -> Any:
     try:
-        # _LineLoader is a SafeLoader: no arbitrary objects from a rule file.
-        return yaml.load(path.read_text(), Loader=_LineLoader)
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        line = mark.line + 1 if mark else 0
-        raise RuleError(f"{path}:{line}: not valid YAML ({err.problem or err})") from None
+        text = path.read_text()
     except (OSError, UnicodeDecodeError) as err:
         raise RuleError(f"{path}: cannot read ({err})") from None
+    try:
+        # _LineLoader is a bounded SafeLoader: no arbitrary objects, no alias bomb.
+        return load_yaml(text, str(path), loader=_LineLoader)
+    except BadInput as err:
+        raise RuleError(str(err)) from None
 
 
 def load_rules(directory: Path) -> RuleBase:
@@ -151,7 +153,7 @@ def _rule(path: Path, entry: Any, workloads: set[str], papers: dict[str, Paper])
     if unknown:
         raise RuleError(f"{label}: unknown key(s) {', '.join(sorted(unknown))}")
     rule_id = str(entry["id"])
-    if not _ID.match(rule_id):
+    if not _ID.fullmatch(rule_id):
         raise RuleError(f"{label}: id must be lower-case words joined by dashes")
     if entry["lesson"] not in LESSONS:
         raise RuleError(f"{label}: unknown lesson {entry['lesson']!r}")

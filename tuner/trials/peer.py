@@ -103,7 +103,7 @@ def parse_peer(text: str) -> Peer:
         host, _, port_text = text.partition(":")
     port = DEFAULT_PORT
     if port_text or text.endswith(":"):
-        if not _PORT.match(port_text) or not 1024 <= int(port_text) <= 65535:
+        if not _PORT.fullmatch(port_text) or not 1024 <= int(port_text) <= 65535:
             raise BadInput(f"{where}: {_USAGE}")
         port = int(port_text)
     return Peer(_host(host, where, bracketed=text.startswith("[")), port)
@@ -113,9 +113,9 @@ def _host(host: str, where: str, bracketed: bool) -> str:
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
-        if bracketed or ":" in host or len(host) > 253 or not _HOSTNAME.match(host):
+        if bracketed or ":" in host or len(host) > 253 or not _HOSTNAME.fullmatch(host):
             raise BadInput(f"{where}: {_USAGE}") from None
-        if _DOTTED.match(host):
+        if _DOTTED.fullmatch(host):
             raise BadInput(f"{where}: {host} is not an IPv4 address") from None
         return host
     if isinstance(address, ipaddress.IPv6Address) and address.scope_id:

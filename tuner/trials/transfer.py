@@ -135,7 +135,7 @@ def check_options(options: TransferOptions) -> None:
         raise BadInput(f"transfer omit must be 0 to {MAX_OMIT} seconds, got {options.omit}")
     if not 1 <= options.parallel <= MAX_PARALLEL:
         raise BadInput(f"transfer parallel must be 1 to {MAX_PARALLEL}, got {options.parallel}")
-    if options.congestion is not None and not _CONGESTION.match(options.congestion):
+    if options.congestion is not None and not _CONGESTION.fullmatch(options.congestion):
         raise BadInput(f"congestion control must match {_CONGESTION.pattern}, "
                        f"got {options.congestion!r}")  # fmt: skip
     if options.window is not None and not 4096 <= options.window <= MAX_WINDOW:
@@ -220,7 +220,7 @@ def run_client(ends: Ends, options: TransferOptions) -> TransferResult:
 
 def _check(ends: Ends, options: TransferOptions) -> None:
     check_options(options)
-    if not _ADDRESS.match(ends.address) or not 1024 <= ends.port <= 65535:
+    if not _ADDRESS.fullmatch(ends.address) or not 1024 <= ends.port <= 65535:
         raise BadInput(f"bad peer {ends.address!r} port {ends.port}")
     if shutil.which("iperf3") is None:
         raise TransferError(IPERF3_MISSING)
@@ -300,7 +300,7 @@ def _remote_host(start: object) -> str:
     connected = start.get("connected") if isinstance(start, dict) else None
     first = connected[0] if isinstance(connected, list) and connected else None
     host = first.get("remote_host") if isinstance(first, dict) else None
-    return host if isinstance(host, str) and _ADDRESS.match(host) else ""
+    return host if isinstance(host, str) and _ADDRESS.fullmatch(host) else ""
 
 
 def _number(value: object) -> float:
