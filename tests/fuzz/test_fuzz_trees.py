@@ -110,7 +110,12 @@ def apply_change(root: Path, rel: str, change: Change) -> None:
     """Make `rel` below `root` what `change` says."""
     kind, value = change
     path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (NotADirectoryError, FileExistsError):
+        # An earlier change made a directory above `rel` a file, FIFO or dangling link: nothing
+        # can be made below it, in a capture as here.
+        return
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path)
     elif os.path.lexists(path):  # a file, a link, or a FIFO an earlier change made
