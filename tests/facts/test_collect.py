@@ -92,9 +92,16 @@ def test_every_hwloc_dump(hwloc_root, dump: str) -> None:  # type: ignore[no-unt
 
 
 def test_a_thousand_disk_host_is_quick() -> None:
+    """Linear, not quadratic, in the disks: 0.07-0.13 s here; 0.5 s allows a loaded machine.
+
+    The fastest of three runs is held to it: another process can only slow a run (one run of a
+    suite beside a 1,000-example fuzz run measured 0.521 s).
+    """
     topology = rich_host(hbas=40, disks_per_hba=25)
-    start = time.perf_counter()
-    found = collect(topology, FactOptions())
-    elapsed = time.perf_counter() - start
+    elapsed = []
+    for _ in range(3):
+        start = time.perf_counter()
+        found = collect(topology, FactOptions())
+        elapsed.append(time.perf_counter() - start)
     assert len(found["disk"]) == 1000 + 250 + 1
-    assert elapsed < 0.5, f"collect took {elapsed:.3f} s"
+    assert min(elapsed) < 0.5, f"collect took {min(elapsed):.3f} s at best of three"
