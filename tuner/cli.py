@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from tuner import __version__
-from tuner.cli_help import Group, add_command, examples
+from tuner.cli_help import ARGS_KEY, Group, add_command, examples
 from tuner.commands import (
     advise,
     apply,
@@ -27,7 +27,7 @@ from tuner.commands import (
 )
 from tuner.console import print_error
 from tuner.errors import IotunerError
-from tuner.recovery import recover_if_needed
+from tuner.recovery import before_command
 
 app = typer.Typer(
     name="iotuner",
@@ -73,8 +73,9 @@ def _root(
     ] = False,
 ) -> None:
     """Exit codes: 0 ok, 1 findings or failure, 2 bad input."""
-    # Values a killed iotuner left changed are put back before anything else runs.
-    recover_if_needed(ctx.invoked_subcommand)
+    # A command that changes the host first puts back what a killed iotuner left changed; one
+    # that only reads (and every --help) says what is left and writes nothing.
+    before_command(ctx.invoked_subcommand, ctx.meta.get(ARGS_KEY, []))
 
 
 def main() -> None:

@@ -86,6 +86,10 @@ def _tidy(params: list[Any]) -> list[Any]:
     return params
 
 
+ARGS_KEY = "iotuner.args"
+"""ctx.meta key of the words after the command name (`iotuner COMMAND ARGS...`)."""
+
+
 class Command(TyperCommand):
     """A typer command whose help shows flags bare and arguments in capitals."""
 
@@ -111,6 +115,14 @@ class Group(TyperGroup):
     def get_params(self, ctx: Any) -> list[Any]:
         """The parameters, flags without a type to show."""
         return _tidy(super().get_params(ctx))
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Parse as click does, keeping the words after the group's options in ctx.meta
+        (ARGS_KEY): click empties ctx.args before the group's callback runs, and the callback
+        decides by them whether a command only reads (`lab status`, `--help`)."""
+        rest: list[str] = super().parse_args(ctx, args)
+        ctx.meta[ARGS_KEY] = list(rest)
+        return rest
 
 
 def add_command(app: typer.Typer, name: str, function: Any, key: str | None = None) -> None:
