@@ -32,9 +32,9 @@ from tuner.recovery import before_command
 app = typer.Typer(
     name="iotuner",
     help="Bring a Linux host's real I/O throughput close to what its hardware can deliver.\n\n"
-    "Exit codes: 0 ok, 1 findings or failure, 2 bad input. Every command has --help with "
-    "examples and --json; `iotuner --install-completion` adds shell completion, `man iotuner` "
-    "is the manual (docs/iotuner.1).",
+    "Exit codes: 0 ok, 1 failure (or findings with advise --exit-code), 2 bad input. Every "
+    "command has --help with examples and --json; `iotuner --install-completion` adds shell "
+    "completion, `man iotuner` is the manual (docs/iotuner.1).",
     epilog=examples("iotuner"),
     no_args_is_help=True,
     cls=Group,
@@ -72,7 +72,7 @@ def _root(
         ),
     ] = False,
 ) -> None:
-    """Exit codes: 0 ok, 1 findings or failure, 2 bad input."""
+    """Exit codes: 0 ok, 1 failure (or findings with advise --exit-code), 2 bad input."""
     # A command that changes the host first puts back what a killed iotuner left changed; one
     # that only reads (and every --help) says what is left and writes nothing.
     before_command(ctx.invoked_subcommand, ctx.meta.get(ARGS_KEY, []))

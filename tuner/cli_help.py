@@ -30,7 +30,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "iotuner advise --workload disk-to-network --link-gbps 10 --rtt-ms 100",
         "iotuner advise --workload disk-to-network --peer dtn2.example.org   # runs iperf3 -s",
         "iotuner advise --explain",
-        "iotuner advise --plan-out plan.yaml",
+        "iotuner advise --plan-out plan.yaml && iotuner apply plan.yaml",
+        "iotuner advise --exit-code   # 1 when there is a warning or critical finding",
     ),
     "tune": (
         "iotuner tune",
