@@ -45,7 +45,7 @@ def read_only_commands(root: Path) -> list[tuple[str, ...]]:
     return [
         ("probe", "--root", str(root), "--json"),
         ("advise", "--root", str(root)),
-        ("report",),
+        ("report", "--root", str(root), "--out", str(root.parent / "report.html")),
         ("history",),
         ("status",),
         ("verify", str(root / "no-such-plan.yaml")),
