@@ -32,12 +32,27 @@ def open_root(root: Path, stack: ExitStack) -> Path:
     """The directory to probe: as given, or a capture unpacked until `stack` closes.
 
     Any error looking at `root` itself (a component over 255 bytes, a loop of links, no
-    permission) is BadInput naming it, not a traceback.
+    permission) is BadInput naming it, not a traceback; so is a root without a `sys/` tree (an
+    empty directory, the folder above a capture), which would otherwise probe to an all-clear.
     """
     try:
-        return _open_root(root, stack)
+        top = _open_root(root, stack)
+        if not (top / "sys").is_dir():
+            raise BadInput(f"--root {root}: no sys/ tree, so not a host's root{_hint(top)}")
+        return top
     except OSError as err:
         raise BadInput(f"--root {root}: {err.strerror or err}") from None
+
+
+def _hint(top: Path) -> str:
+    """Where a root one level down is, when the user named the folder above a capture."""
+    try:
+        below = sorted(p for p in top.iterdir() if (p / "sys").is_dir())[:3]
+    except OSError:
+        return ""
+    if not below:
+        return " (an empty directory probes to an all-clear that means nothing)"
+    return " (did you mean " + " or ".join(str(p) for p in below) + "?)"
 
 
 def _open_root(root: Path, stack: ExitStack) -> Path:

@@ -8,7 +8,7 @@ from typing import Annotated, ClassVar
 import typer
 
 from tuner import __version__
-from tuner.cli_help import Lazy, LazyGroup, examples
+from tuner.cli_help import ARGS_KEY, Lazy, LazyGroup, examples
 from tuner.console import print_error
 from tuner.errors import IotunerError
 
@@ -92,9 +92,9 @@ class Commands(LazyGroup):
 app = typer.Typer(
     name="iotuner",
     help="Bring a Linux host's real I/O throughput close to what its hardware can deliver.\n\n"
-    "Exit codes: 0 ok, 1 findings or failure, 2 bad input. Every command has --help with "
-    "examples and --json; `iotuner --install-completion` adds shell completion, `man iotuner` "
-    "is the manual (docs/iotuner.1).",
+    "Exit codes: 0 ok, 1 failure (or findings with advise --exit-code), 2 bad input. Every "
+    "command has --help with examples and --json; `iotuner --install-completion` adds shell "
+    "completion, `man iotuner` is the manual (docs/iotuner.1).",
     epilog=examples("iotuner"),
     no_args_is_help=True,
     cls=Commands,
@@ -118,11 +118,12 @@ def _root(
         ),
     ] = False,
 ) -> None:
-    """Exit codes: 0 ok, 1 findings or failure, 2 bad input."""
-    # Values a killed iotuner left changed are put back before anything else runs.
-    from tuner.recovery import recover_if_needed
+    """Exit codes: 0 ok, 1 failure (or findings with advise --exit-code), 2 bad input."""
+    # A command that changes the host first puts back what a killed iotuner left changed; one
+    # that only reads (and every --help) says what is left and writes nothing.
+    from tuner.recovery import before_command
 
-    recover_if_needed(ctx.invoked_subcommand)
+    before_command(ctx.invoked_subcommand, ctx.meta.get(ARGS_KEY, []))
 
 
 def main() -> None:

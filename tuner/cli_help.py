@@ -33,7 +33,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "iotuner advise --workload disk-to-network --link-gbps 10 --rtt-ms 100",
         "iotuner advise --workload disk-to-network --peer dtn2.example.org   # runs iperf3 -s",
         "iotuner advise --explain",
-        "iotuner advise --plan-out plan.yaml",
+        "iotuner advise --plan-out plan.yaml && iotuner apply plan.yaml",
+        "iotuner advise --exit-code   # 1 when there is a warning or critical finding",
     ),
     "tune": (
         "iotuner tune",
@@ -90,6 +91,10 @@ def _tidy(params: list[Any]) -> list[Any]:
     return params
 
 
+ARGS_KEY = "iotuner.args"
+"""ctx.meta key of the words after the command name (`iotuner COMMAND ARGS...`)."""
+
+
 class Command(TyperCommand):
     """A typer command whose help shows flags bare and arguments in capitals."""
 
@@ -115,6 +120,14 @@ class Group(TyperGroup):
     def get_params(self, ctx: Any) -> list[Any]:
         """The parameters, flags without a type to show."""
         return _tidy(super().get_params(ctx))
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Parse as click does, keeping the words after the group's options in ctx.meta
+        (ARGS_KEY): click empties ctx.args before the group's callback runs, and the callback
+        decides by them whether a command only reads (`lab status`, `--help`)."""
+        rest: list[str] = super().parse_args(ctx, args)
+        ctx.meta[ARGS_KEY] = list(rest)
+        return rest
 
 
 def add_command(app: typer.Typer, name: str, function: Any, key: str | None = None) -> None:

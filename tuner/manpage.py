@@ -26,11 +26,13 @@ _STRONG = re.compile(r"\*\*([^*]+)\*\*")
 _EXIT = """\
 .TP
 .B 0
-Success: the command did what was asked; advise and the probes found nothing to warn about.
+Success: the command did what was asked (advise also when it has findings, so
+.B iotuner advise \\-\\-plan\\-out p.yaml && iotuner apply p.yaml
+applies them).
 .TP
 .B 1
-Findings (advise: at least one warning or critical finding) or a failed operation (a trial,
-an apply, a check, a restore that could not be done; no daemon answering).
+Findings (advise \\-\\-exit\\-code: at least one warning or critical finding) or a failed
+operation (a trial, an apply, a check, a restore that could not be done; no daemon answering).
 .TP
 .B 2
 Bad input: an unknown option value, a plan, rule file, spec or configuration that does not

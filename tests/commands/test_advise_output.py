@@ -46,7 +46,7 @@ def test_every_rule_id_and_setting_prints_whole_on_one_line(
     root = scenarios / scenario
     doc = json.loads(advise(root, *options, "--json").stdout)
     text = advise(root, *options, columns=columns)
-    assert text.returncode == 1, text.stderr
+    assert text.returncode == 0, text.stderr
     lines = text.stdout.splitlines()
     assert "…" not in text.stdout
     wanted = {f["rule"] for f in doc["findings"]}
@@ -91,3 +91,17 @@ def test_explain_prints_conditions_as_written(scenarios: Path) -> None:
     assert "component in [bridge, root_port] and" in result.stdout  # not eaten as markup
     assert "none of 1 targets" not in result.stdout
     assert "rules condition false (" in result.stdout
+
+
+def test_findings_exit_0_so_plan_out_then_apply_composes(scenarios: Path, tmp_path: Path) -> None:
+    # `advise --plan-out p.yaml && iotuner apply p.yaml` must reach apply when there are findings.
+    root = scenarios / "readahead-128k"
+    plan = tmp_path / "p.yaml"
+    ran = advise(root, "--plan-out", str(plan))
+    assert ran.returncode == 0, ran.stderr
+    assert plan.exists() and "plan written to" in ran.stdout
+    assert json.loads(advise(root, "--json").stdout)["findings"], "the scenario has findings"
+    # As `git diff --exit-code`: scripts that want findings to fail ask for it.
+    strict = advise(root, "--exit-code")
+    assert strict.returncode == 1, strict.stderr
+    assert advise(root, "--exit-code", "--json").returncode == 1

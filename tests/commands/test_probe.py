@@ -166,3 +166,14 @@ def test_block_classes_that_are_files_are_a_warning_not_a_silent_loss(
     result = iotuner("probe", "--root", str(root))
     assert result.returncode == 0, result.stderr[-2000:]
     assert "sys/class/block: not a directory; its entries are not read" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["probe", "advise"])
+def test_a_root_without_a_sys_tree_is_refused(command: str, tmp_path: Path) -> None:
+    # An empty directory, or the folder above a capture, used to be "No findings", exit 0.
+    above = tmp_path / "captures"
+    (above / "host1" / "sys").mkdir(parents=True)
+    for root in (tmp_path / "empty", above):
+        root.mkdir(exist_ok=True)
+        line = one_line_exit_2(iotuner(command, "--root", str(root)))
+        assert f"--root {root}: no sys/ tree" in line, line

@@ -84,14 +84,22 @@ def advise(
             parser=path_value("--plan-out"),
         ),
     ] = None,
+    exit_code: Annotated[
+        bool,
+        typer.Option(
+            "--exit-code",
+            help="Exit 1 when there is a warning or critical finding (as `git diff --exit-code`).",
+        ),
+    ] = False,
     rules: Annotated[
         Path | None, typer.Option(help="Use the rules in this directory instead.", hidden=True)
     ] = None,
 ) -> None:
     """Run the rule base over the host: findings grouped by severity, each with its source.
 
-    Exit codes: 0 no warning or critical finding, 1 at least one or a --peer that could not be
-    measured (unreachable, no `iperf3 -s`), 2 bad input (a broken rule file, an unknown
+    Exit codes: 0 advised (findings or not, so `advise --plan-out p.yaml && iotuner apply
+    p.yaml` composes), 1 a warning or critical finding with --exit-code, or a --peer that could
+    not be measured (unreachable, no `iperf3 -s`), 2 bad input (a broken rule file, an unknown
     workload, a missing --root, a malformed --peer).
     """
     base = load_rule_base(rules)
@@ -138,7 +146,7 @@ def advise(
             )
         if plan_out is not None:
             console.print(f"plan written to {plan_out}", highlight=False, markup=False)
-    if any(f.severity in ("critical", "warning") for f in result.findings):
+    if exit_code and any(f.severity in ("critical", "warning") for f in result.findings):
         raise typer.Exit(1)
 
 

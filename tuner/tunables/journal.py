@@ -298,10 +298,15 @@ class Journal:
 
     def is_alive(self, session: Session) -> bool:
         """True while the session's own process runs (same pid, start time and boot)."""
-        if session.boot_id is not None and session.boot_id != boot_id():
-            return False
-        started = process_start_time(session.pid)
-        return started is not None and started == session.start_time
+        return is_alive(session)
+
+
+def is_alive(session: Session) -> bool:
+    """True while the session's own process runs (same pid, start time and boot)."""
+    if session.boot_id is not None and session.boot_id != boot_id():
+        return False
+    started = process_start_time(session.pid)
+    return started is not None and started == session.start_time
 
 
 def _dump(value: Value | None) -> str:
