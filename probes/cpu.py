@@ -14,7 +14,7 @@ places, never a wrong count.
 from __future__ import annotations
 
 from probes.hostfs import MAX_CPUS, HostFS, digits, read_cpulist
-from probes.numa import online_cpus
+from probes.numa import cpu_dirs, online_cpus
 from tuner.topology.model import CpuInfo, CpuPlace
 
 CPU_DIR = "sys/devices/system/cpu"
@@ -26,9 +26,12 @@ _BUDGET = 8 * MAX_CPUS  # CPUs the sibling lists may name in all, offline ones i
 def probe_cpu(fs: HostFS) -> CpuInfo:
     """Online CPUs, model name, governors, the highest maximum frequency, and CPU places."""
     online = online_cpus(fs)
+    # Per-CPU files are read only where the CPU has a directory to hold them.
+    dirs = cpu_dirs(fs)
+    walked = tuple(cpu for cpu in online if cpu in dirs)
     governors: list[tuple[int, str]] = []
     max_khz: list[int] = []
-    for cpu in online:
+    for cpu in walked:
         base = f"{CPU_DIR}/cpu{cpu}/cpufreq"
         governor = fs.read(f"{base}/scaling_governor")
         if governor:
@@ -41,27 +44,31 @@ def probe_cpu(fs: HostFS) -> CpuInfo:
         model_name=_model_name(fs),
         governors=tuple(governors),
         max_mhz=max(max_khz) / 1000 if max_khz else None,
-        places=_places(fs, online),
+        places=_places(fs, online, walked),
     )
 
 
-def _places(fs: HostFS, online: tuple[int, ...]) -> tuple[CpuPlace, ...]:
-    """Each online CPU's core, package and socket number; () when sysfs does not say."""
+def _places(
+    fs: HostFS, online: tuple[int, ...], walked: tuple[int, ...]
+) -> tuple[CpuPlace, ...]:
+    """Each online CPU's core, package and socket number; () when sysfs does not say.
+    `walked`: the online CPUs that have a directory, whose files are read."""
     first: dict[str, dict[int, int]] = {}
     budget = [_BUDGET]
     for kind, names in _GROUPS:
-        groups = _groups(fs, online, names, budget)
+        groups = _groups(fs, online, walked, names, budget)
         if groups is None:
             return ()
         first[kind] = groups
     if not first["core"] and not first["package"]:
         return ()
+    had = frozenset(walked)
     return tuple(
         CpuPlace(
             cpu=cpu,
             core=first["core"].get(cpu),
             package=first["package"].get(cpu),
-            socket=_socket(fs, cpu),
+            socket=_socket(fs, cpu) if cpu in had else None,
         )
         for cpu in online
     )
@@ -74,13 +81,17 @@ def _socket(fs: HostFS, cpu: int) -> int | None:
 
 
 def _groups(
-    fs: HostFS, online: tuple[int, ...], names: tuple[str, ...], budget: list[int]
+    fs: HostFS,
+    online: tuple[int, ...],
+    walked: tuple[int, ...],
+    names: tuple[str, ...],
+    budget: list[int],
 ) -> dict[int, int] | None:
     """CPU -> first CPU of its group, from the first of `names` each CPU has; {} when no CPU
     has one; None (with a warning) when the lists overlap or name too many CPUs."""
     up = frozenset(online)
     first: dict[int, int] = {}
-    for cpu in online:
+    for cpu in walked:
         if cpu in first:
             continue  # its group was read through another CPU
         rel, cpus = _first_list(fs, cpu, names)

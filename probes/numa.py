@@ -18,7 +18,7 @@ MACHINE_ID = "machine"
 MAX_NODES = 1 << 10
 """NUMA node numbers run below this (the kernel's MAX_NUMNODES is at most 1024)."""
 _NODE_NAME = re.compile(r"node([0-9]{1,4})$")
-_CPU_NAME = re.compile(r"cpu([0-9]{1,5})$")
+_CPU_NAME = re.compile(r"cpu([0-9]{1,5})")
 _MEMTOTAL = re.compile(r"MemTotal:[ \t]+([0-9]+)[ \t]*kB")
 MAX_MEMORY_BYTES = 1 << 60
 """More memory than any machine holds (1 EiB; x86-64's 5-level paging addresses 4 PiB): a larger
@@ -30,6 +30,17 @@ def numa_id(os_index: int) -> str:
     return f"numa:{os_index}"
 
 
+def cpu_dirs(fs: HostFS) -> frozenset[int]:
+    """The CPUs that have a `cpuN` directory: only they can have files of their own to read
+    (a capture's `cpu/online` may name 65,536 CPUs beside two directories; reading each one's
+    files took over 10 s)."""
+    return frozenset(
+        int(m.group(1))
+        for name in fs.listdir(CPU_DIR)
+        if (m := _CPU_NAME.fullmatch(name)) and int(m.group(1)) < MAX_CPUS
+    )
+
+
 def online_cpus(fs: HostFS) -> tuple[int, ...]:
     """CPUs the kernel has online: `cpu/online` (else `present`, else the cpuN directories),
     without those whose own `cpuN/online` says 0 (a capture may lack `cpu/online`)."""
@@ -38,15 +49,12 @@ def online_cpus(fs: HostFS) -> tuple[int, ...]:
         listed = read_cpulist(fs, f"{CPU_DIR}/{attr}") or ()
         if listed:
             break
+    dirs = cpu_dirs(fs)
     if not listed:
-        listed = tuple(
-            sorted(
-                int(name[3:])
-                for name in fs.listdir(CPU_DIR)
-                if (m := _CPU_NAME.match(name)) and int(m.group(1)) < MAX_CPUS
-            )
-        )
-    return tuple(cpu for cpu in listed if fs.read(f"{CPU_DIR}/cpu{cpu}/online") != "0")
+        listed = tuple(sorted(dirs))
+    return tuple(
+        cpu for cpu in listed if cpu not in dirs or fs.read(f"{CPU_DIR}/cpu{cpu}/online") != "0"
+    )
 
 
 def memtotal_bytes(fs: HostFS, rel: str) -> int | None:

@@ -320,7 +320,9 @@ def _build(document: Mapping[str, Any], path: Path, text: str) -> DaemonConfig:
     lines = _KeyLines(text)
 
     def fail(table: str | None, key: str | None, reason: str) -> ConfigError:
-        name = ".".join(part for part in (table, key) if part)
+        # A quoted TOML key may hold any character: a CR or newline in it would split the
+        # one-line error (the 1,000-example fuzz run found `"daemon.\r"`).
+        name = ".".join(_key_shown(part) for part in (table, key) if part)
         return ConfigError(f"{path}:{lines.find(table, key)}: {name}: {reason}")
 
     sections: dict[str, Any] = {}
@@ -421,6 +423,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"{args[0]}: valid iotuner daemon configuration")
     return 0
+
+
+def _key_shown(key: str) -> str:
+    """A key as one line of an error: as written when printable, else its repr; cut to 80."""
+    shown = key if key.isprintable() else repr(key)
+    return shown if len(shown) <= 80 else shown[:77] + "..."
 
 
 if __name__ == "__main__":
