@@ -48,9 +48,7 @@ def probe_cpu(fs: HostFS) -> CpuInfo:
     )
 
 
-def _places(
-    fs: HostFS, online: tuple[int, ...], walked: tuple[int, ...]
-) -> tuple[CpuPlace, ...]:
+def _places(fs: HostFS, online: tuple[int, ...], walked: tuple[int, ...]) -> tuple[CpuPlace, ...]:
     """Each online CPU's core, package and socket number; () when sysfs does not say.
     `walked`: the online CPUs that have a directory, whose files are read."""
     first: dict[str, dict[int, int]] = {}
