@@ -121,9 +121,16 @@ def test_kill_9_in_the_middle_of_an_apply_is_undone_by_the_next_command(
     child = subprocess.run(command, env=env, cwd=REPO, capture_output=True, text=True)
     assert child.returncode == -9, child.stderr
     assert live(host.root)[:2] == ["mq-deadline", 512] and (conf / UDEV_RULES).exists()
+    # A command that only reads says what is left and changes nothing (issue 30)...
+    looked = iotuner("history", "--json", state=state)
+    assert looked.returncode == 0, looked.stderr
+    assert "left 0 value(s) and 1 apply(s) changed" in looked.stderr
+    assert live(host.root)[:2] == ["mq-deadline", 512] and (conf / UDEV_RULES).exists()
+    # ...the next command that changes the host undoes the interrupted apply first.
+    undone = iotuner("lab", "down", state=state)
+    assert "rolled back apply 1, interrupted before it finished" in undone.stderr, undone.stderr
     result = iotuner("history", "--json", state=state)
     assert result.returncode == 0, result.stderr
-    assert "rolled back apply 1, interrupted before it finished" in result.stderr
     assert live(host.root) == before
     assert not (conf / UDEV_RULES).exists()
     assert (conf / SYSCTL_CONF).read_bytes() == OLD_SYSCTL
@@ -184,8 +191,7 @@ def test_a_pending_apply_of_a_schema_1_journal_is_still_undone(host: SysTree, st
     Tunables(host.root).write("block.nr_requests", "loop3", 64)
     write_journal_v1(state / "state.db", host.root, [],
                      applied=[("block.nr_requests", "loop3", 128, 64)])  # fmt: skip
-    result = iotuner("history", state=state)
-    assert result.returncode == 0, result.stderr
+    result = iotuner("lab", "down", state=state)
     assert "iotuner: rolled back apply 1, interrupted before it finished" in result.stderr
     assert Tunables(host.root).read("block.nr_requests", "loop3") == 128
     with Journal(state / "state.db") as journal:

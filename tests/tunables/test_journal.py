@@ -204,7 +204,7 @@ def test_a_device_whose_name_another_took_after_kill_9_is_left_to_it(
     child(host.root, "exit", "block.read_ahead_kb=loop3=4096", "vm.dirty_ratio=host=40").wait()
     detach(host, "loop3", 13)
     attach(host, "loop3", 14, backing="/srv/someone-else.img")
-    result = iotuner("history", state=state)
+    result = iotuner("lab", "down", state=state)
     assert result.returncode == 0, result.stderr
     assert result.stderr.splitlines() == [
         "iotuner: dropped block.read_ahead_kb on loop3: the device was replaced since the "
