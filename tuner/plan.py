@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +25,7 @@ from tuner.errors import BadInput
 from tuner.outfile import write_file
 from tuner.tunables.naming import canonical_target, target_problem
 from tuner.tunables.registry import TUNABLES
-from tuner.yaml_text import load_yaml
+from tuner.yaml_text import load_yaml, read_text_file
 
 PLAN_VERSION = 1
 DAEMON_SOURCE = "daemon"
@@ -113,23 +111,7 @@ def read_plan(path: Path) -> Plan:
 
     A regular file of at most MAX_PLAN_BYTES: a FIFO or a device would block or never end.
     """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as err:
-        raise BadInput(f"{path}: cannot read plan ({err.strerror or err})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise BadInput(f"{path}: not a regular file")
-        data = os.read(fd, MAX_PLAN_BYTES + 1) if info.st_size <= MAX_PLAN_BYTES else b""
-    finally:
-        os.close(fd)
-    if info.st_size > MAX_PLAN_BYTES or len(data) > MAX_PLAN_BYTES:
-        raise BadInput(f"{path}: larger than {MAX_PLAN_BYTES >> 20} MiB: not a plan")
-    try:
-        text = data.decode()
-    except UnicodeDecodeError:
-        raise BadInput(f"{path}: not UTF-8 text") from None
+    text = read_text_file(path, MAX_PLAN_BYTES, "plan")
     return parse_plan(text, str(path))
 
 

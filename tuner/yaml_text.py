@@ -13,6 +13,9 @@ people need "plan.yaml:5: not valid YAML (expected ',' or ']', but got ':')".
 
 from __future__ import annotations
 
+import os
+import stat
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -27,6 +30,36 @@ MAX_NODES = 200_000
 whole rule base, is well below this; walking this many takes well under a second."""
 MAX_DEPTH = 64
 """Levels of nesting: iotuner's files use fewer than ten."""
+
+
+def _size_text(limit: int) -> str:
+    return f"{limit >> 20} MiB" if limit >= 1 << 20 and limit % (1 << 20) == 0 else f"{limit} bytes"
+
+
+def read_text_file(path: Path, max_bytes: int, what: str) -> str:
+    """The UTF-8 text of `path`, a regular file of at most `max_bytes`; BadInput otherwise.
+
+    Opened non-blocking and checked after opening: a FIFO or a device named as a plan, spec or
+    rule file would block or never end, and a file of gigabytes would be read whole before any
+    parser could refuse it.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as err:
+        raise BadInput(f"{path}: cannot read {what} ({err.strerror or err})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise BadInput(f"{path}: not a regular file")
+        data = os.read(fd, max_bytes + 1) if info.st_size <= max_bytes else b""
+    finally:
+        os.close(fd)
+    if info.st_size > max_bytes or len(data) > max_bytes:
+        raise BadInput(f"{path}: larger than {_size_text(max_bytes)}: not a {what}")
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        raise BadInput(f"{path}: not UTF-8 text") from None
 
 
 class YamlBudgetError(ComposerError):

@@ -15,7 +15,7 @@ from tuner.errors import BadInput
 from tuner.lab.modelled import Model, nominal_mbps, parse_model
 from tuner.lab.netspec import NetworkSpec, parse_network
 from tuner.lab.sizes import MIB, parse_size
-from tuner.yaml_text import load_yaml
+from tuner.yaml_text import load_yaml, read_text_file
 
 SPECS_DIR = Path(__file__).with_name("specs")
 STRIPES = ("btrfs-raid0",)
@@ -30,7 +30,12 @@ MIN_MODEL_BYTES = 256 * MIB
 BTRFS_PIECE_BYTES = 64 * 1024
 _NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")  # fullmatch: `$` would let a final newline in
 MAX_MBPS = 1_000_000.0
+MAX_SPEC_BYTES = (
+    1 << 20
+)  # the largest built-in is under 2 KiB; a generated lab of many disks well under this
 """A ceiling in MB/s (1 TB/s): above any device, and below where float() of an int fails."""
+MAX_SPEC_BYTES = 1 << 20
+"""A lab spec file: the built-ins are under 2 KiB; a file of gigabytes is not a lab."""
 
 
 @dataclass(frozen=True)
@@ -94,12 +99,7 @@ def load_spec(name_or_path: str) -> LabSpec:
     if path.suffix in (".yaml", ".yml") or "/" in name_or_path or path.is_file():
         if not path.is_file():
             raise BadInput(f"{name_or_path}: no such spec file")
-        try:
-            text = path.read_text()
-        except UnicodeDecodeError:
-            raise BadInput(f"{name_or_path}: not UTF-8 text") from None
-        except OSError as err:
-            raise BadInput(f"{name_or_path}: cannot read ({err.strerror or err})") from None
+        text = read_text_file(path, MAX_SPEC_BYTES, "lab spec")
         return parse_spec(text, str(path), default_name=path.stem)
     builtin = SPECS_DIR / f"{name_or_path}.yaml"
     if not builtin.is_file():

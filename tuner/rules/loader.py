@@ -20,7 +20,10 @@ from tuner.rules.lessons import LESSONS, SEVERITIES
 from tuner.rules.model import FixtureRef, Paper, Rule, RuleBase, SettingRec, Source, Workload
 from tuner.rules.templates import TemplateError, fields
 from tuner.tunables.registry import TUNABLES
-from tuner.yaml_text import BoundedLoader, load_yaml
+from tuner.yaml_text import BoundedLoader, load_yaml, read_text_file
+
+MAX_RULE_FILE_BYTES = 8 << 20
+"""One rule file: the whole rule base is about 100 KiB; a file of gigabytes is not rules."""
 
 WORKLOADS_FILE = "workloads.yaml"
 PAPERS_FILE = "papers.yaml"
@@ -51,10 +54,7 @@ _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _map
 
 def _read_yaml(path: Path) -> Any:
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as err:
-        raise RuleError(f"{path}: cannot read ({err})") from None
-    try:
+        text = read_text_file(path, MAX_RULE_FILE_BYTES, "rule file")
         # _LineLoader is a bounded SafeLoader: no arbitrary objects, no alias bomb.
         return load_yaml(text, str(path), loader=_LineLoader)
     except BadInput as err:
