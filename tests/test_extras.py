@@ -84,6 +84,17 @@ def test_a_command_of_a_missing_extra_says_which_in_one_line(
     assert not (tmp_path / "r.html").exists()
 
 
+def test_status_and_the_daemon_run_without_any_extra(state: Path) -> None:
+    # No daemon runs for this state directory: status says so in one line, exit 1.
+    status = iotuner("status", state=state)
+    assert status.returncode == 1 and len(status.stderr.splitlines()) == 1, status.stderr
+    assert "is missing" not in status.stderr
+    config = state / "iotuner.toml"
+    config.write_text("")
+    checked = iotuner("daemon", "--config", str(config), "--check-config", state=state)
+    assert checked.returncode == 0, checked.stderr
+
+
 def test_apply_measure_without_the_tune_extra_is_refused_before_anything_is_applied(
     state: Path, tmp_path: Path
 ) -> None:

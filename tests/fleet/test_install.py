@@ -119,6 +119,24 @@ def test_the_role_installs_the_host_part_and_the_modules_run_with_it(tmp_path: P
     history = subprocess.run([venv / "bin" / "iotuner", "history", "--json"], capture_output=True,
                              text=True, cwd=tmp_path, env=env)  # fmt: skip
     assert history.returncode == 0, history.stderr
+    # verify runs its generated testinfra suite with the venv's pytest: the sysctl is live as
+    # planned, its sysctl.d file was never written, so one check fails (exit 1), none errs.
+    conf = tmp_path / "verify-conf"
+    conf.mkdir()
+    live = int(Path("/proc/sys/vm/dirty_ratio").read_text())
+    as_live = tmp_path / "as-live.yaml"
+    entries = (PlanEntry("vm.dirty_ratio", "host", live),)
+    as_live.write_text(plan_text(Plan(1, "2026-11-28T09:00:00+00:00", "node1", "advise",
+                                      "stream-read", entries)))  # fmt: skip
+    verified = subprocess.run([venv / "bin" / "iotuner", "verify", str(as_live), "--json",
+                               "--conf-root", str(conf)], capture_output=True, text=True,
+                              cwd=tmp_path, env=env)  # fmt: skip
+    assert verified.returncode == 1, verified.stderr
+    checks = {c["id"]: c["passed"] for c in json.loads(verified.stdout)["checks"]}
+    assert [c for c, passed in checks.items() if not passed] == [
+        str(conf / "etc" / "sysctl.d" / "60-iotuner.conf")
+    ], checks
+    assert len(checks) > 1
     tune = subprocess.run([venv / "bin" / "iotuner", "tune", "--budget", "3"],
                           capture_output=True, text=True, cwd=tmp_path, env=env)  # fmt: skip
     assert tune.returncode == 1
