@@ -21,7 +21,7 @@ from tuner.extras import EXTRA_OF, missing_extra
 
 REPO = Path(__file__).resolve().parents[1]
 ONE_LINE = re.compile(
-    r"iotuner: iotuner (?P<cmd>[\w -]+) needs iotuner\[(?P<extra>\w+)\], not installed here "
+    r"iotuner: iotuner (?P<cmd>[\w \[\]-]+) needs iotuner\[(?P<extra>\w+)\], not installed here "
     r"\((?P<module>\w+) is missing\): pip install 'iotuner\[(?P=extra)\]'\n"
 )
 
@@ -93,6 +93,14 @@ def test_status_and_the_daemon_run_without_any_extra(state: Path) -> None:
     config.write_text("")
     checked = iotuner("daemon", "--config", str(config), "--check-config", state=state)
     assert checked.returncode == 0, checked.stderr
+    # A re-tune runs `iotuner tune`: allowed without the tune part, it could never run.
+    config.write_text('[retune]\nenabled = true\ntarget = "/srv"\n')
+    refused = iotuner("daemon", "--config", str(config), "--check-config", state=state)
+    found = ONE_LINE.fullmatch(refused.stderr)
+    assert refused.returncode == 1 and found is not None, refused.stderr
+    assert found["cmd"] == "daemon with [retune] enabled" and found["extra"] == "tune"
+    assert iotuner("daemon", "--config", str(config), "--check-config", blocked=("x",),
+                   state=state).returncode == 0  # fmt: skip
 
 
 def test_apply_measure_without_the_tune_extra_is_refused_before_anything_is_applied(
