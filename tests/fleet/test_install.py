@@ -155,3 +155,18 @@ def test_the_role_installs_the_host_part_and_the_modules_run_with_it(tmp_path: P
     assert fleet.returncode == 0, fleet.stdout[-6000:]
     assert "iotuner_install : Make the venv" in fleet.stdout
     assert "changed=0" in fleet.stdout.split("PLAY RECAP", 1)[1], fleet.stdout
+
+
+def test_a_source_that_is_no_checkout_is_refused_before_anything_is_built(tmp_path: Path) -> None:
+    if shutil.which("ansible-playbook") is None:
+        pytest.skip("needs ansible-playbook")
+    venv = tmp_path / "host" / "iotuner"
+    inventory = {"all": {"hosts": {"node1": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+        "iotuner_install_venv": str(venv), "iotuner_install_link": "",
+        # Where an installed iotuner's role would look: inside the package, no pyproject.toml.
+        "iotuner_install_source": str(tmp_path)}}}}  # fmt: skip
+    done = playbook(tmp_path, inventory)
+    assert done.returncode != 0
+    assert f"{tmp_path} is not an iotuner checkout (no pyproject.toml)" in done.stdout, done.stdout
+    assert not venv.parent.exists()
