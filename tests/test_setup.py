@@ -39,9 +39,23 @@ def test_the_readme_gives_the_python_version_and_a_pip_line_for_installing_by_ha
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
     version = pyproject["project"]["requires-python"].removeprefix(">=")
     assert f"Python {version} or later" in quick_start
-    assert re.search(r"^pip install \.\s", quick_start, re.M)
+    # Everything in one command; `pip install .` alone is the host part (docs/fleet.md).
+    assert re.search(r"^pip install '\.\[all\]'\s", quick_start, re.M)
     packages = setup("--list").stdout.split()
     assert f"apt-get install {' '.join(packages)}\n" in quick_start
     # The quick start's two commands stay as they are.
     assert "scripts/demo      # set everything up" in quick_start
     assert "scripts/test      # set everything up" in quick_start
+
+
+def test_setup_installs_every_part_and_the_dev_setup_the_test_tools_too() -> None:
+    script = (REPO / "scripts" / "setup").read_text()
+    assert re.search(r'"\$\{PIP\[@\]\}" "\.\[all\]"$', script, re.M)
+    assert re.search(r'"\$\{PIP\[@\]\}" -e "\.\[test\]"$', script, re.M)
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    optional = extras["optional-dependencies"]
+    assert optional["all"] == ["iotuner[tune,report,apply]"]
+    assert "iotuner[all]" in optional["test"]
+    # The host part carries none of the heavy packages.
+    heavy = ("scikit-optimize", "matplotlib", "ansible-core", "scipy", "scikit-learn")
+    assert not [d for d in extras["dependencies"] if d.startswith(heavy)]

@@ -133,6 +133,20 @@ def main() -> None:
     except IotunerError as err:
         print_error(err)
         sys.exit(err.exit_code)
+    except ModuleNotFoundError as err:
+        # A command whose optional part (iotuner[tune], [report], [apply]) is not installed.
+        from tuner.extras import missing_extra
+
+        missing = missing_extra(err, _command(sys.argv[1:]))
+        if missing is None:
+            raise
+        print_error(missing)
+        sys.exit(missing.exit_code)
+
+
+def _command(argv: list[str]) -> str | None:
+    """The command named on the command line (the first word that is not an option)."""
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,9 @@ applies them).
 .TP
 .B 1
 Findings (advise \\-\\-exit\\-code: at least one warning or critical finding) or a failed
-operation (a trial, an apply, a check, a restore that could not be done; no daemon answering).
+operation (a trial, an apply, a check, a restore that could not be done; no daemon answering),
+or a command whose optional part is not installed (the line names it:
+.BR "pip install 'iotuner[tune]'" ).
 .TP
 .B 2
 Bad input: an unknown option value, a plan, rule file, spec or configuration that does not

@@ -206,6 +206,9 @@ def test_canary_tunes_once_and_the_group_gets_its_plan(
         # One tune, on the first host of the group; its plan fetched to the controller.
         assert f"{group}: canary node1, tune;" in done.stdout
         assert re.search(r"TASK \[Tune the canary[^\n]*\n(ok|changed): \[node1\]\n\n", done.stdout)
+        # A canary is a live host: its trials wait for idle devices unless told otherwise.
+        ran = re.search(r'"[^"\n]* tune --workload \S+ [^"\n]*--idle-below 10 ', done.stdout)
+        assert ran is not None, output(done)
         plan = read_plan(tmp_path / "fleet-plans" / f"{group}.yaml")
         assert plan.source == "tune" and plan.measured is not None and plan.measured["chosen"]
         # 16 KiB buffered reads on a 200-IOPS disk: the default readahead is far from best.

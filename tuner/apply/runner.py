@@ -146,8 +146,8 @@ def ansible_playbook() -> str:
     found = shutil.which("ansible-playbook")
     if found is None:
         raise AnsibleMissing(
-            "ansible-playbook not found: install ansible-core 2.15 or later "
-            "(pip install 'ansible-core>=2.15') for the python running iotuner"
+            "ansible-playbook not found: iotuner apply needs iotuner's 'apply' part "
+            "(pip install 'iotuner[apply]', or ansible-core 2.15 or later on PATH)"
         )
     return found
 

@@ -24,6 +24,7 @@ from rich.text import Text
 
 from tuner.apply.lock import changes_lock
 from tuner.errors import BadInput, IotunerError
+from tuner.extras import require
 from tuner.trials.faults import TrialFault
 
 if TYPE_CHECKING:
@@ -102,6 +103,9 @@ def apply(
         raise BadInput("--measure applies for real to measure the result; drop --check")
     if destroy_data is not None and not measure:
         raise BadInput(f"--destroy-data {destroy_data}: only --measure writes to a device")
+    if measure:
+        # Its statistics are the search's (scipy): known missing before anything is applied.
+        require("tune", "apply --measure")
     parsed = _validate(plan, conf_root)
     if not check and os.geteuid() != 0:
         raise BadInput("apply writes /sys, /proc/sys and /etc: run it as root (or use --check)")

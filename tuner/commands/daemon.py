@@ -37,12 +37,18 @@ def daemon(
 
     SIGHUP reloads the config (a broken one is refused and the running one kept); SIGTERM
     restores a trial in progress, then exits 0. Under systemd: Type=notify, with watchdog.
-    Exit codes: 0 stopped cleanly, 1 could not start (socket in use, journal unreadable),
-    2 bad config or not root.
+    Exit codes: 0 stopped cleanly, 1 could not start (socket in use, journal unreadable,
+    re-tuning enabled without the tune extra installed), 2 bad config or not root.
     """
     from tuner.daemon.config import DEFAULT_PATH, load_config
 
     loaded = load_config(config)
+    if loaded.retune.enabled:
+        # Each re-tune runs `iotuner tune`: on a host with only the host part it would fail
+        # in every idle window; say so once, now.
+        from tuner.extras import require
+
+        require("tune", "daemon with [retune] enabled")
     if check_config:
         if as_json:
             doc = {"config": str(loaded.path) if loaded.path else None, "ok": True,
