@@ -9,9 +9,11 @@ the disagreement report are the tune's own.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import statistics
+import time
 
 import pytest
 
@@ -87,16 +89,41 @@ def test_a_gain_that_holds_at_both_lengths_is_not_reported() -> None:
     assert result.chosen and result.disagreements == ()
 
 
-def test_a_tight_bound_shortens_the_decide_length_and_confirms_fewer_points() -> None:
-    """60 s for 4 s screening trials and 8 s decide trials (instant here, so costing their
-    length): two points at 8 s would leave too little search, so the decide length shrinks."""
-    config = TuneConfig(**{**SHORT.__dict__, "time_s": 60.0})
-    result = search(config, transient(1)).run(dict(CURRENT), [RECOMMENDED])
+class Clock:
+    """time.monotonic for a tune whose trials are instant: each trial advances it by its
+    length and half a second of overhead, as if it had run."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def running(self, sized: SizedRunner) -> SizedRunner:
+        def run(point: Point, length: TrialLength) -> PointTrial:
+            self.now += length.seconds + 0.5
+            return sized(point, length)
+
+        return run
+
+
+def test_a_tight_bound_shortens_the_decide_length_and_confirms_fewer_points(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """80 s for 4 s screening and 8 s decide trials, each 0.5 s more: after the baseline
+    (13.5 s) two points at 8.5 s a trial (51 s) would leave the search less than its four
+    trials (the rule's point and three space-filling ones), so the decide length shrinks to
+    about 6.9 s, and the tune ends within the bound."""
+    clock = Clock()
+    monkeypatch.setattr(time, "monotonic", clock)
+    config = dataclasses.replace(SHORT, time_s=80.0, started=clock())
+    result = search(config, clock.running(transient(1))).run(dict(CURRENT), [RECOMMENDED])
     confirm = [t for t in result.trials if t.phase == "confirm"]
-    assert result.decide is not None and 4.0 < result.decide.seconds < 8.0
+    assert result.decide is not None and 6.0 < result.decide.seconds < 8.0, result.budget
     assert {t.length_s for t in confirm} == {result.decide.seconds}
     assert len({tuple(sorted(t.settings.items())) for t in confirm}) == 2
     assert "2 points at" in result.budget
+    assert clock.now - 1000.0 <= 80.0
 
 
 def test_progress_counts_every_trial_and_ends_with_nothing_left() -> None:

@@ -80,13 +80,15 @@ def plan_budget(
     """The plan for a tune bounded by `total_s` seconds (None: by `budget` trials only).
 
     `points`: the most points confirmation would measure (the baseline and its candidates);
-    `baseline_left`: baseline repeats still to run; `spent_s`: seconds already spent;
+    `budget`: search trials still allowed; `baseline_left`: baseline repeats still to run;
+    `spent_s`: seconds already spent (a plan made again mid-search counts from the start, its
+    `search_trials` those still to run);
     `min_search`: the fewest search trials worth keeping before the decide length gives way
     (the rules' points and a few of the model's own). Each trial is taken to cost its length
     plus `overhead_s`.
     """
-    if points < 2 or rounds < 2 or budget < 1:
-        raise ValueError("a plan needs two points, two rounds and one search trial")
+    if points < 2 or rounds < 2 or budget < 0:
+        raise ValueError("a plan needs two points and two rounds")
     screen = fidelity.screen.seconds + overhead_s
 
     def cost(length: TrialLength) -> float:
@@ -117,7 +119,7 @@ def plan_budget(
     # The least tune: screen-length confirmation of one candidate and what search is left
     # (a bound shorter than that, `--time 1` for a quick look, gets the least tune).
     search = room - 2 * rounds * screen
-    trials = max(1, min(budget, int(search // screen)))
+    trials = min(budget, max(1, int(search // screen)))
     gave = "the least tune: 2 points confirmed at the screen length"
     if search < screen:
         needed = end - room + (2 * rounds + 1) * screen

@@ -209,6 +209,10 @@ class Search:
         self.started = time.monotonic()
         self.searching = True
         self.steps: list[float] = []  # the wall seconds of each search step, the model's included
+        # What each trial took beyond its length: settings, cache drop, fio's start and end,
+        # and what a large readahead leaves behind (the main job's best points took 2-3 s
+        # more than the baseline's 4.5 s): the plan is made again with them (_overhead).
+        self.overheads: list[float] = []
         # A capped random reader's trials start from the ramp the baseline needed to settle
         # its cache (tuner/trials/settle.py), instead of each finding it out by running twice.
         self.ramp_s = config.ramp_s
@@ -230,6 +234,7 @@ class Search:
         except TrialFault as fault:
             raise fault.at(len(self.records) + 1, phase) from None
         took = time.monotonic() - began
+        self.overheads.append(max(took - length.seconds, 0.0))
         result = done.result
         record = TrialRecord(
             number=len(self.records) + 1,
@@ -253,7 +258,7 @@ class Search:
 
     def _progress(self, record: TrialRecord, length: TrialLength, took: float) -> TrialProgress:
         """Where the tune is after `record`: its number, the estimated total and time left."""
-        plan = self.plan or self._plan(0.0, self.config.baseline_repeats)
+        plan = self.plan or self._plan(None, self.config.baseline_repeats)
         phases = [r.phase for r in self.records]
         step = statistics.fmean(self.steps) if self.steps else None
         left = remaining(plan, time.monotonic() - self.started,
@@ -267,6 +272,15 @@ class Search:
         return TrialProgress(record.number, record.number + left.trials, record.phase, length,
                              took, figure, seconds_left(plan, left, step), note)  # fmt: skip
 
+    def _overhead(self) -> float:
+        """What a trial costs beyond its length, for the plan: the upper quartile of what the
+        trials so far took beyond theirs. Not the mean: the points confirmation measures are
+        the best ones, and on a reader those hold the largest readahead, whose trials took
+        the longest (the main job's 2-3 s against the baseline's 0.5 s)."""
+        if len(self.overheads) < 4:
+            return max(self.overheads)
+        return statistics.quantiles(self.overheads, n=4)[2]
+
     def _plan(self, overhead_s: float | None, baseline_left: int) -> BudgetPlan:
         """The budget plan from now on (tuner/search/budget.py); `overhead_s` None: the
         default estimate of a trial's cost beyond its length."""
@@ -275,11 +289,14 @@ class Search:
         # The rules' points and the space-filling design come before the model's own choices
         # (SkoptOptimizer): fewer search trials than that and the model never chose.
         least = self._initial + max(3, len(self.space.dimensions))
+        searched = sum(1 for r in self.records if r.phase in ("initial", "search"))
         extra = {} if overhead_s is None else {"overhead_s": overhead_s}
-        return plan_budget(config.time_s, self.fidelity, budget=config.budget,
+        plan = plan_budget(config.time_s, self.fidelity, budget=max(config.budget - searched, 0),
                            points=max(points, 2), rounds=config.confirm_rounds,
-                           baseline_left=baseline_left, min_search=least,
+                           baseline_left=baseline_left, min_search=max(least - searched, 0),
                            spent_s=time.monotonic() - self.started, **extra)  # fmt: skip
+        # Counted from the start, as progress counts the trials done.
+        return replace(plan, search_trials=plan.search_trials + searched)
 
     def value(self, result: TrialResult) -> float:
         """What the optimiser minimises (tuner/tune/objective.py)."""
@@ -305,10 +322,9 @@ class Search:
             base_results.append(result)
             self.ramp_s = max(self.ramp_s, result.ramp_s)
         base_results = self._slow_baselines_again(baseline, base_results)
-        # Made again with what the baseline's trials really cost beyond their length.
-        walls = [r.seconds for r in self.records if r.phase == "baseline"]
-        screen_s = self.fidelity.screen.seconds
-        self.plan = plan = self._plan(max(statistics.fmean(walls) - screen_s, 0.0), 0)
+        # Made again with what the trials really cost beyond their length (and after every
+        # search step: a point's trials may cost more than the baseline's).
+        self.plan = plan = self._plan(self._overhead(), 0)
         base_mean = statistics.fmean(self.objective.score(r) for r in base_results)
         noise = _cv([self.objective.score(result) for result in base_results])
         optimizer: Optimizer = SkoptOptimizer(
@@ -320,7 +336,6 @@ class Search:
         for result in base_results:
             honest.append(self.value(result))
             optimizer.tell(baseline, honest[-1])
-        self.decide = plan.decide
         history: list[Step] = []
         set_aside: set[Any] = set()
         reason: str | None = None
@@ -356,6 +371,7 @@ class Search:
             step_began = now
             # The next trial starts only if, as long as the search's steps take, it ends
             # before confirmation's reserve (tuner/search/budget.py).
+            self.plan = plan = self._plan(self._overhead(), 0)
             end = started + plan.search_end_s - statistics.fmean(self.steps)
             deadline = end if math.isfinite(end) else None
             reason = reason or should_stop(history, max(noise, 0.005), config.budget, deadline)
@@ -368,6 +384,7 @@ class Search:
         # The plan's points, the baseline among them: the runner-up gives way first.
         candidates = _distinct(candidates, baseline)[: plan.points - 1]
         self.plan = plan = replace(plan, points=len(candidates) + 1)
+        self.decide = plan.decide
         try:
             if reason.startswith("stopped early"):
                 raise DevicesBusy(reason)  # busy devices: no confirmation either
