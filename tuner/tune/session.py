@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tuner.rules.model import Workload
-from tuner.search.budget import BudgetPlan, plan_budget
+from tuner.search.budget import OVERHEAD_S, BudgetPlan, plan_budget
 from tuner.search.confirm import Confirmation, Sample, confirm
 from tuner.search.fidelity import Disagreement, Fidelity, TrialLength, disagreement, figures
 from tuner.search.optimizer import Optimizer, SkoptOptimizer, Step, should_stop
@@ -278,7 +278,7 @@ class Search:
         the best ones, and on a reader those hold the largest readahead, whose trials took
         the longest (the main job's 2-3 s against the baseline's 0.5 s)."""
         if len(self.overheads) < 4:
-            return max(self.overheads)
+            return max(self.overheads, default=OVERHEAD_S)
         return statistics.quantiles(self.overheads, n=4)[2]
 
     def _plan(self, overhead_s: float | None, baseline_left: int) -> BudgetPlan:

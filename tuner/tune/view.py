@@ -48,6 +48,7 @@ class TuneView:
             console=console,
         )
         self.task = self.bar.add_task("tuning", total=budget, length="", left="")
+        self.heard = False  # whether the search reports its progress (TrialProgress)
         self.live = Live(self._render(), console=console, refresh_per_second=4, transient=False)
 
     def __enter__(self) -> TuneView:
@@ -67,6 +68,8 @@ class TuneView:
     def trial(self, record: TrialRecord) -> None:
         """Show one finished trial in the table."""
         self.records.append(record)
+        if not self.heard and record.phase in ("initial", "search"):
+            self.bar.advance(self.task)  # a search that reports no progress: its budget
         if not record.set_aside:
             self.best = max(self.best, record.mbps)
         self.bar.update(self.task, description=f"best {self.best:.1f} MB/s")
@@ -75,6 +78,7 @@ class TuneView:
 
     def progress(self, where: TrialProgress) -> None:
         """Trial n of about N, its length and the time left: the bar, or one plain line."""
+        self.heard = True
         self.bar.update(self.task, completed=where.number, total=where.total,
                         length=f"{where.phase} {where.length.describe()}",
                         left=f"about {duration(where.left_s)} left")  # fmt: skip
