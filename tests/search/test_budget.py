@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tuner.search.budget import MARGIN, plan_budget, shortened
+from tuner.search.budget import MARGIN, plan_budget, recosted, shortened
 from tuner.search.fidelity import Fidelity, TrialLength
 
 SCREEN = TrialLength(1.0, 3.0)
@@ -103,3 +103,14 @@ def test_shortened_keeps_the_shape_and_never_lengthens() -> None:
     half = shortened(DECIDE, 4.0)
     assert (half.ramp_s, half.runtime_s) == (1.0, 3.0)
     assert "shortened" in half.why
+
+
+def test_recosted_keeps_the_shape_and_moves_the_searchs_end() -> None:
+    """Trials costing 2 s beyond their length, not 1: the same 3 points at the same length,
+    the search ending 3 x 3 s earlier to keep their reserve."""
+    p = plan(165)
+    dearer = recosted(p, SCREEN, 2.0)
+    assert (dearer.points, dearer.decide, dearer.rounds) == (p.points, p.decide, p.rounds)
+    assert (dearer.screen_cost_s, dearer.decide_cost_s) == (6.0, 10.0)
+    assert dearer.search_end_s == pytest.approx(p.search_end_s - 9.0)
+    assert math.isinf(recosted(plan(None), SCREEN, 2.0).search_end_s)

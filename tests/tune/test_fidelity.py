@@ -80,13 +80,20 @@ def test_a_candidate_whose_short_and_long_gains_differ_is_reported() -> None:
     for settings, differs in result.disagreements:
         screened = [t for t in result.trials if t.phase in ("initial", "search")
                     and t.settings == settings]  # fmt: skip
-        assert screened, "only a candidate the search measured as it is has a short figure"
-        assert differs.decided == pytest.approx(differs.screened**2, rel=0.06)
+        # A candidate the search measured as it is is held against its trials, one it never
+        # measured (rounded, simplified) against what its model of short trials expected.
+        assert differs.by == ("trials" if screened else "model")
+        if screened:
+            assert differs.decided == pytest.approx(differs.screened**2, rel=0.06)
 
 
 def test_a_gain_that_holds_at_both_lengths_is_not_reported() -> None:
+    """Not where a search trial measured the candidate. A candidate it never measured as it
+    is is held against its model's figure, which carries the model's own error too (4.6 %
+    here, beyond the 1 % trials' allowance): reported, and said to be the model's."""
     result = search(SHORT, transient(0, full=True)).run(dict(CURRENT), [RECOMMENDED])
-    assert result.chosen and result.disagreements == ()
+    assert result.chosen
+    assert [d.by for _, d in result.disagreements] in ([], ["model"])
 
 
 class Clock:

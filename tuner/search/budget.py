@@ -136,3 +136,18 @@ def shortened(length: TrialLength, seconds: float) -> TrialLength:
     return replace(length, ramp_s=round(length.ramp_s * scale, 1),
                    runtime_s=round(length.runtime_s * scale, 1),
                    why=f"{length.why}; shortened to fit the time bound".lstrip("; "))  # fmt: skip
+
+
+def recosted(plan: BudgetPlan, screen: TrialLength, overhead_s: float) -> BudgetPlan:
+    """`plan` with a trial's cost beyond its length now `overhead_s`: the same points, rounds
+    and decide length, the search's end moved to keep their reserve.
+
+    The shape is chosen once, after the baseline: a plan made afresh mid-search would find the
+    search already had its least trials and let it eat the reserve point by point (the main
+    job's search ran on until confirmation had 2 points, not 3, and its best lost its
+    simplified form).
+    """
+    screen_cost = screen.seconds + overhead_s
+    decide_cost = plan.decide.seconds + overhead_s
+    end = plan.end_s - plan.points * plan.rounds * decide_cost
+    return replace(plan, search_end_s=end, screen_cost_s=screen_cost, decide_cost_s=decide_cost)

@@ -84,10 +84,12 @@ class Disagreement:
     noise: float
     screened_score: float
     decided_score: float
+    by: str = "trials"  # or "model": the search's model, for a point it never measured as is
 
     def line(self) -> str:
-        """'screened x1.57, decided x1.90 (beyond the noise, ±8.1 %)'."""
-        return (f"screened x{self.screened:.3f} ({self.screened_score:.1f}), decided "
+        """'screened x1.57 (97.9), decided x1.90 (101.3): beyond the noise (±8.1 %)'."""
+        how = "" if self.by == "trials" else " by the model"
+        return (f"screened{how} x{self.screened:.3f} ({self.screened_score:.1f}), decided "
                 f"x{self.decided:.3f} ({self.decided_score:.1f}): beyond the noise "
                 f"(±{self.noise:.1%})")  # fmt: skip
 
@@ -109,19 +111,22 @@ def disagreement(
     base_long: Figures,
     cand_long: Figures,
     screen_noise: float,
+    by: str = "trials",
 ) -> Disagreement | None:
     """The disagreement between a candidate's screened and decided gains, None within noise.
 
     Each gain is a ratio of means; its log's variance is the sum of both means' (cv² / n,
     a cv being the log's standard deviation for small spreads). A single screened trial has no
     cv of its own: it is given `screen_noise`, the baseline's repeats' cv at the screen
-    length. Every cv is at least NOISE_FLOOR.
+    length. The model's figure (`by` "model", for a point the search never measured as it is)
+    comes with the model's own standard deviation there as its cv. Every cv is at least
+    NOISE_FLOOR.
     """
     short = cand_short.mean / base_short.mean
     long = cand_long.mean / base_long.mean
 
     def var(f: Figures, fallback: float) -> float:
-        cv = max(f.cv if f.count > 1 else fallback, fallback, NOISE_FLOOR)
+        cv = max(f.cv, fallback, NOISE_FLOOR)
         return cv * cv / f.count
 
     screen_cv = max(screen_noise, NOISE_FLOOR)
@@ -130,4 +135,4 @@ def disagreement(
     allowed = Z * spread
     if abs(math.log(long) - math.log(short)) <= allowed:
         return None
-    return Disagreement(short, long, math.exp(allowed) - 1, cand_short.mean, cand_long.mean)
+    return Disagreement(short, long, math.exp(allowed) - 1, cand_short.mean, cand_long.mean, by)

@@ -151,6 +151,7 @@ def fidelity_document(result: TuneResult) -> dict[str, Any]:
         "disagree": [
             {
                 "settings": _settings_doc(settings),
+                "screened_by": d.by,
                 "screened_gain": round(d.screened, 4),
                 "decided_gain": round(d.decided, 4),
                 "noise": round(d.noise, 4),

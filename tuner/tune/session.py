@@ -16,9 +16,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tuner.rules.model import Workload
-from tuner.search.budget import OVERHEAD_S, BudgetPlan, plan_budget
+from tuner.search.budget import OVERHEAD_S, BudgetPlan, plan_budget, recosted
 from tuner.search.confirm import Confirmation, Sample, confirm
-from tuner.search.fidelity import Disagreement, Fidelity, TrialLength, disagreement, figures
+from tuner.search.fidelity import (
+    Disagreement,
+    Fidelity,
+    Figures,
+    TrialLength,
+    disagreement,
+    figures,
+)
 from tuner.search.optimizer import Optimizer, SkoptOptimizer, Step, should_stop
 from tuner.search.rounding import rounded
 from tuner.search.simplify import simplest
@@ -322,8 +329,8 @@ class Search:
             base_results.append(result)
             self.ramp_s = max(self.ramp_s, result.ramp_s)
         base_results = self._slow_baselines_again(baseline, base_results)
-        # Made again with what the trials really cost beyond their length (and after every
-        # search step: a point's trials may cost more than the baseline's).
+        # Made again with what the trials really cost beyond their length, and its costs
+        # after every search step (a point's trials may cost more than the baseline's).
         self.plan = plan = self._plan(self._overhead(), 0)
         base_mean = statistics.fmean(self.objective.score(r) for r in base_results)
         noise = _cv([self.objective.score(result) for result in base_results])
@@ -371,7 +378,7 @@ class Search:
             step_began = now
             # The next trial starts only if, as long as the search's steps take, it ends
             # before confirmation's reserve (tuner/search/budget.py).
-            self.plan = plan = self._plan(self._overhead(), 0)
+            self.plan = plan = recosted(plan, self.fidelity.screen, self._overhead())
             end = started + plan.search_end_s - statistics.fmean(self.steps)
             deadline = end if math.isfinite(end) else None
             reason = reason or should_stop(history, max(noise, 0.005), config.budget, deadline)
@@ -383,6 +390,7 @@ class Search:
         candidates = self._rounded(optimizer, candidates, baseline, max(noise, 0.005))
         # The plan's points, the baseline among them: the runner-up gives way first.
         candidates = _distinct(candidates, baseline)[: plan.points - 1]
+        expected = _expected(optimizer, baseline, candidates)
         self.plan = plan = replace(plan, points=len(candidates) + 1)
         self.decide = plan.decide
         try:
@@ -422,16 +430,21 @@ class Search:
             screen=self.fidelity.screen,
             decide=plan.decide,
             budget=plan.describe(),
-            disagreements=self._disagreements(baseline, outcome, noise),
+            disagreements=self._disagreements(baseline, outcome, noise, expected),
         )
 
     def _disagreements(
-        self, baseline: Point, outcome: Confirmation, screen_noise: float
+        self,
+        baseline: Point,
+        outcome: Confirmation,
+        screen_noise: float,
+        expected: Mapping[Any, tuple[float, float]],
     ) -> tuple[tuple[dict[Setting, Any], Disagreement], ...]:
         """The confirmed candidates whose gain at the decide length differs from the search's
         screening figure by more than the noise of both (tuner/search/fidelity.py). A
-        candidate the search never measured as it is (rounded, simplified) has no screened
-        figure to compare."""
+        candidate the search never measured as it is (rounded, simplified) is held against
+        the gain its model expects (`expected`, by point_key), a figure made of short trials
+        too; without a model it has nothing to compare."""
         score = self.objective.record_score
 
         def scores(point: Point, phases: tuple[str, ...]) -> list[float]:
@@ -445,10 +458,14 @@ class Search:
         found = []
         for comparison in outcome.comparisons:
             short = figures(scores(comparison.point, ("initial", "search", AGAIN)))
+            by = "trials"
+            model = expected.get(point_key(comparison.point))
+            if short is None and model is not None:
+                short, by = Figures(base_short.mean * model[0], model[1], 1), "model"
             long = figures(list(comparison.samples))
             if short is None or long is None or comparison.refused:
                 continue
-            differs = disagreement(base_short, short, base_long, long, screen_noise)
+            differs = disagreement(base_short, short, base_long, long, screen_noise, by)
             if differs is not None:
                 found.append((dict(comparison.point), differs))
         return tuple(found)
@@ -560,6 +577,20 @@ def _unconfirmed(baseline: Point, records: list[TrialRecord], objective: Objecti
     mean, cv = statistics.fmean(base), _cv(base)
     return Confirmation(dict(baseline), mean, cv, mean, cv, 1.0, 1.0, 1.0, chosen=False,
                         rounds=0, baseline_point=dict(baseline))  # fmt: skip
+
+
+def _expected(
+    optimizer: Optimizer, baseline: Point, candidates: list[Point]
+) -> dict[Any, tuple[float, float]]:
+    """What the search's model expects of each candidate over the baseline, by point_key: the
+    gain and how unsure the model is of it (its standard deviation there, in log units). The
+    short figure of a candidate no search trial measured as it is (rounded, simplified)."""
+    means = optimizer.predict([baseline, *candidates]) if candidates else None
+    spreads = optimizer.predict_std(candidates) if candidates else None
+    if means is None or spreads is None:
+        return {}
+    found = zip(candidates, means[1:], spreads, strict=True)
+    return {point_key(point): (math.exp(means[0] - mean), spread) for point, mean, spread in found}
 
 
 def _distinct(candidates: list[Point], baseline: Point) -> list[Point]:
