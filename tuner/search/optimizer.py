@@ -73,6 +73,11 @@ class Optimizer(Protocol):
         """The model's mean value at each of `points`; None without a model."""
         ...
 
+    def predict_std(self, points: Sequence[Point]) -> list[float] | None:
+        """The model's standard deviation at each of `points` (how unsure its mean is, in
+        the value's units); None without a model."""
+        ...
+
 
 class _Bookkeeping:
     """What both optimisers share: the queue of initial points, measurements, de-duplication."""
@@ -160,6 +165,10 @@ class RandomOptimizer(_Bookkeeping):
         return None
 
     def predict(self, points: Sequence[Point]) -> list[float] | None:
+        """Random search has no model: None."""
+        return None
+
+    def predict_std(self, points: Sequence[Point]) -> list[float] | None:
         """Random search has no model: None."""
         return None
 
@@ -278,6 +287,15 @@ class SkoptOptimizer(_Bookkeeping):
         xs = self._opt.space.transform([to_x(self.space, self.space.snap(p)) for p in points])
         with _one_thread():
             return [float(v) for v in self._opt.models[-1].predict(xs)]
+
+    def predict_std(self, points: Sequence[Point]) -> list[float] | None:
+        """The GP's standard deviation at each of `points`; None until it is fitted."""
+        if not self._opt.models or not points:
+            return None
+        xs = self._opt.space.transform([to_x(self.space, self.space.snap(p)) for p in points])
+        with _one_thread():
+            _, std = self._opt.models[-1].predict(xs, return_std=True)
+            return [float(v) for v in std]
 
 
 def _one_thread() -> Any:

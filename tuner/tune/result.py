@@ -6,6 +6,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from tuner.search.fidelity import Disagreement, TrialLength
 from tuner.trials.flags import Flag, joined
 
 Setting = tuple[str, str]  # (tunable key, target)
@@ -35,6 +36,7 @@ class TrialRecord:
     had: dict[Setting, Any] = field(default_factory=dict)
     told: str = "-"
     set_aside: bool = False
+    length_s: float = 0.0  # planned: ramp and measured part; `seconds` is what it took
 
     @property
     def flagged(self) -> str | None:
@@ -72,6 +74,13 @@ class TuneResult:
     unit: str = "MB/s"
     refused: tuple[str, ...] = ()
     cache_note: str | None = None
+    # Screen short, decide long (tuner/search/fidelity.py): the lengths of the search's and
+    # confirmation's trials, how the time was planned, and the candidates whose gain differed
+    # between the two beyond the noise. The claim is confirmation's figures.
+    screen: TrialLength | None = None
+    decide: TrialLength | None = None
+    budget: str = ""
+    disagreements: tuple[tuple[dict[Setting, Any], Disagreement], ...] = ()
 
     def changes(self) -> dict[Setting, Any]:
         """The settings the best point changes from the baseline (empty when not chosen)."""
@@ -127,6 +136,33 @@ def _rounded(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
 
 
+def _length_doc(length: TrialLength | None) -> dict[str, Any] | None:
+    if length is None:
+        return None
+    return {"ramp_s": length.ramp_s, "runtime_s": length.runtime_s, "why": length.why}
+
+
+def fidelity_document(result: TuneResult) -> dict[str, Any]:
+    """The `fidelity` part of `tune --json`: the two lengths, the plan, the disagreements."""
+    return {
+        "screen": _length_doc(result.screen),
+        "decide": _length_doc(result.decide),
+        "budget": result.budget,
+        "disagree": [
+            {
+                "settings": _settings_doc(settings),
+                "screened_by": d.by,
+                "screened_gain": round(d.screened, 4),
+                "decided_gain": round(d.decided, 4),
+                "noise": round(d.noise, 4),
+                "screened_score": round(d.screened_score, 2),
+                "decided_score": round(d.decided_score, 2),
+            }
+            for settings, d in result.disagreements
+        ],
+    }
+
+
 def result_document(result: TuneResult) -> dict[str, Any]:
     """The `iotuner tune --json` document."""
     return {
@@ -161,6 +197,7 @@ def result_document(result: TuneResult) -> dict[str, Any]:
         ],
         "stop_reason": result.stop_reason,
         "seconds": round(result.seconds, 1),
+        "fidelity": fidelity_document(result),
         "trials": [
             {
                 "number": t.number,
@@ -172,6 +209,7 @@ def result_document(result: TuneResult) -> dict[str, Any]:
                 "p99_latency_us": t.p99_latency_us,
                 "amplification": _rounded(t.amplification, 3),
                 "seconds": round(t.seconds, 2),
+                "length_s": round(t.length_s, 2),
                 "flagged": t.flagged,
                 "flags": [flag.kind for flag in t.flags],
                 "told": t.told,

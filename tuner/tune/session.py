@@ -8,14 +8,24 @@ device's never becomes the recommendation (tuner/tune/guards.py).
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tuner.rules.model import Workload
+from tuner.search.budget import OVERHEAD_S, BudgetPlan, plan_budget, recosted
 from tuner.search.confirm import Confirmation, Sample, confirm
+from tuner.search.fidelity import (
+    Disagreement,
+    Fidelity,
+    Figures,
+    TrialLength,
+    disagreement,
+    figures,
+)
 from tuner.search.optimizer import Optimizer, SkoptOptimizer, Step, should_stop
 from tuner.search.rounding import rounded
 from tuner.search.simplify import simplest
@@ -32,6 +42,7 @@ from tuner.tunables.engine import TunableEngine
 from tuner.tunables.registry import TUNABLES
 from tuner.tune import guards
 from tuner.tune.objective import Objective, objective_named
+from tuner.tune.progress import TrialProgress, remaining, seconds_left
 from tuner.tune.result import Setting, TrialRecord, TuneResult
 
 DEVICE_SETTINGS = tuple(key for key, spec in TUNABLES.items() if spec.scope == "device")
@@ -55,9 +66,19 @@ class TuneConfig:
     """How long and how hard to search, and what to optimise."""
 
     budget: int = 16
+    # The whole tune's seconds, baseline, search and confirmation (tune --time; the main
+    # job's three minutes): tuner/search/budget.py plans them. None: the budget decides.
     time_s: float | None = None
+    # The screen length: the search's and the baseline's trials (tune --runtime, --ramp).
     runtime_s: float = 4.0
     ramp_s: float = 1.0
+    # The decide length: confirmation's trials, whose figures are the claim (None: the
+    # screen length's). tuner/search/fidelity.py.
+    decide_runtime_s: float | None = None
+    decide_ramp_s: float | None = None
+    # When the tune's time started (time.monotonic()); None: when the search starts. The
+    # command passes its own start, so what it does before the search counts too.
+    started: float | None = None
     objective: str = "throughput"  # or "iops" or "latency" (p99): tuner/tune/objective.py
     seed: int = 0
     baseline_repeats: int = 3
@@ -65,9 +86,6 @@ class TuneConfig:
     # More rounds, up to this many, while a candidate measures 5 % or more above the baseline
     # but its interval still reaches below 1 (tuner/search/confirm.py, UNDECIDED_ABOVE).
     confirm_max_rounds: int = 6
-    # The whole tune's seconds, confirmation included: an extra confirmation round starts only
-    # if it would end within them (None: no bound). The main job's three minutes.
-    whole_s: float | None = None
     top_k: int = 2
     io_cap_bytes: int | None = None  # the most one trial may move (tune --io-cap)
     # A change is left out when the plan without it is within this of the plan with it (the
@@ -78,6 +96,17 @@ class TuneConfig:
     # Production's data set and page cache (tune --data-set, --cache-memory): a buffered
     # reader's trials cache the same share of their data (tuner/trials/dataset.py).
     cache: CacheModel | None = None
+
+    @property
+    def fidelity(self) -> Fidelity:
+        """The screen and decide lengths."""
+        screen = TrialLength(self.ramp_s, self.runtime_s, "--ramp and --runtime")
+        if self.decide_runtime_s is None and self.decide_ramp_s is None:
+            return Fidelity(screen, screen)
+        decide = TrialLength(max(self.decide_ramp_s or 0.0, self.ramp_s),
+                             max(self.decide_runtime_s or 0.0, self.runtime_s),
+                             "the decide length")  # fmt: skip
+        return Fidelity(screen, decide)
 
 
 @dataclass(frozen=True)
@@ -133,6 +162,10 @@ def trial_with(
 Runner = Callable[[Point], PointTrial]
 """Runs one trial at a point (host settings and application parameters) and restores."""
 
+SizedRunner = Callable[[Point, TrialLength], PointTrial]
+"""Runs one trial at a point for a given length: a search given one screens at the screen
+length and confirms at the decide length (tuner/search/fidelity.py)."""
+
 
 class Search:
     """Measures points through `runner`; `run` drives the search and returns the result.
@@ -144,6 +177,11 @@ class Search:
 
     `before_trial` runs before every trial (tune --idle-below waits for idle devices there);
     when it raises DevicesBusy the search stops early and the result keeps the baseline.
+
+    `sized`, when given, runs every trial instead of `runner`, told its length: the screen
+    length for the baseline and the search, the decide length for confirmation (screen short,
+    decide long: tuner/search/fidelity.py). Without it every trial is the runner's own length.
+    `on_progress` hears after every trial where the tune is (tuner/tune/progress.py).
     """
 
     def __init__(
@@ -155,6 +193,9 @@ class Search:
         runner: Runner,
         on_trial: Callable[[TrialRecord], None] = lambda record: None,
         before_trial: Callable[[], object] = lambda: None,
+        *,
+        sized: SizedRunner | None = None,
+        on_progress: Callable[[TrialProgress], None] = lambda progress: None,
     ) -> None:
         self.label = label
         self.workload_name = workload
@@ -162,12 +203,27 @@ class Search:
         self.config = config
         self.objective: Objective = objective_named(config.objective)
         self.on_trial = on_trial
+        self.on_progress = on_progress
         self.before_trial = before_trial
         self.runner = runner
+        self.sized = sized
+        screen = config.fidelity.screen
+        # A search without a sized runner cannot lengthen a trial: one fidelity.
+        self.fidelity = config.fidelity if sized is not None else Fidelity(screen, screen)
         self.records: list[TrialRecord] = []
+        self.plan: BudgetPlan | None = None
+        self.decide = self.fidelity.decide
+        self.started = time.monotonic()
+        self.searching = True
+        self.steps: list[float] = []  # the wall seconds of each search step, the model's included
+        # What each trial took beyond its length: settings, cache drop, fio's start and end,
+        # and what a large readahead leaves behind (the main job's best points took 2-3 s
+        # more than the baseline's 4.5 s): the plan is made again with them (_overhead).
+        self.overheads: list[float] = []
         # A capped random reader's trials start from the ramp the baseline needed to settle
         # its cache (tuner/trials/settle.py), instead of each finding it out by running twice.
         self.ramp_s = config.ramp_s
+        self._initial = 0  # the rules' points the search starts from (run)
 
     # -- one measurement -------------------------------------------------------------------
 
@@ -178,10 +234,14 @@ class Search:
             self.before_trial()
         except DevicesBusy as err:
             raise DevicesBusy(f"before trial {len(self.records) + 1} ({phase}): {err}") from None
+        length = self.decide if phase == "confirm" else self.fidelity.screen
+        began = time.monotonic()
         try:
-            done = self.runner(point)
+            done = self.runner(point) if self.sized is None else self.sized(point, length)
         except TrialFault as fault:
             raise fault.at(len(self.records) + 1, phase) from None
+        took = time.monotonic() - began
+        self.overheads.append(max(took - length.seconds, 0.0))
         result = done.result
         record = TrialRecord(
             number=len(self.records) + 1,
@@ -196,10 +256,54 @@ class Search:
             had={**done.had, **{slot: v for slot, v in point.items() if slot[1] == APP}},
             told=(guards.policy(result.flags) or "-") if phase in ("initial", "search") else "-",
             set_aside=bool(guards.disqualifying(result.flags)),
+            length_s=length.seconds,
         )
         self.records.append(record)
         self.on_trial(record)
+        self.on_progress(self._progress(record, length, took))
         return result
+
+    def _progress(self, record: TrialRecord, length: TrialLength, took: float) -> TrialProgress:
+        """Where the tune is after `record`: its number, the estimated total and time left."""
+        plan = self.plan or self._plan(None, self.config.baseline_repeats)
+        phases = [r.phase for r in self.records]
+        step = statistics.fmean(self.steps) if self.steps else None
+        left = remaining(plan, time.monotonic() - self.started,
+                         baseline_left=max(self.config.baseline_repeats - phases.count("baseline"),
+                                           0),
+                         searched=phases.count("initial") + phases.count("search"),
+                         confirmed=phases.count("confirm"), searching=self.searching,
+                         step_s=step)  # fmt: skip
+        figure = self.objective.shown(self.objective.record_score(record))
+        note = "set aside" if record.set_aside else ""
+        return TrialProgress(record.number, record.number + left.trials, record.phase, length,
+                             took, figure, seconds_left(plan, left, step), note)  # fmt: skip
+
+    def _overhead(self) -> float:
+        """What a trial costs beyond its length, for the plan: the upper quartile of what the
+        trials so far took beyond theirs. Not the mean: the points confirmation measures are
+        the best ones, and on a reader those hold the largest readahead, whose trials took
+        the longest (the main job's 2-3 s against the baseline's 0.5 s)."""
+        if len(self.overheads) < 4:
+            return max(self.overheads, default=OVERHEAD_S)
+        return statistics.quantiles(self.overheads, n=4)[2]
+
+    def _plan(self, overhead_s: float | None, baseline_left: int) -> BudgetPlan:
+        """The budget plan from now on (tuner/search/budget.py); `overhead_s` None: the
+        default estimate of a trial's cost beyond its length."""
+        config = self.config
+        points = 1 + config.top_k + (1 if config.simpler_within > 0 else 0)
+        # The rules' points and the space-filling design come before the model's own choices
+        # (SkoptOptimizer): fewer search trials than that and the model never chose.
+        least = self._initial + max(3, len(self.space.dimensions))
+        searched = sum(1 for r in self.records if r.phase in ("initial", "search"))
+        extra = {} if overhead_s is None else {"overhead_s": overhead_s}
+        plan = plan_budget(config.time_s, self.fidelity, budget=max(config.budget - searched, 0),
+                           points=max(points, 2), rounds=config.confirm_rounds,
+                           baseline_left=baseline_left, min_search=max(least - searched, 0),
+                           spent_s=time.monotonic() - self.started, **extra)  # fmt: skip
+        # Counted from the start, as progress counts the trials done.
+        return replace(plan, search_trials=plan.search_trials + searched)
 
     def value(self, result: TrialResult) -> float:
         """What the optimiser minimises (tuner/tune/objective.py)."""
@@ -212,10 +316,12 @@ class Search:
 
         guards.Unmeasurable when a baseline trial is flagged: nothing is recommended.
         """
-        started = time.monotonic()
         config = self.config
+        started = self.started = config.started if config.started is not None else time.monotonic()
         # A recommendation names what it changes; the rest is the baseline's.
         recommended = [self.space.complete(point, baseline) for point in recommended]
+        self._initial = len(recommended)
+        self.plan = self._plan(None, config.baseline_repeats)
         base_results = []
         for _ in range(config.baseline_repeats):
             result = self.measure(baseline, "baseline")
@@ -223,6 +329,9 @@ class Search:
             base_results.append(result)
             self.ramp_s = max(self.ramp_s, result.ramp_s)
         base_results = self._slow_baselines_again(baseline, base_results)
+        # Made again with what the trials really cost beyond their length, and its costs
+        # after every search step (a point's trials may cost more than the baseline's).
+        self.plan = plan = self._plan(self._overhead(), 0)
         base_mean = statistics.fmean(self.objective.score(r) for r in base_results)
         noise = _cv([self.objective.score(result) for result in base_results])
         optimizer: Optimizer = SkoptOptimizer(
@@ -234,10 +343,10 @@ class Search:
         for result in base_results:
             honest.append(self.value(result))
             optimizer.tell(baseline, honest[-1])
-        deadline = None if config.time_s is None else started + config.time_s
         history: list[Step] = []
         set_aside: set[Any] = set()
         reason: str | None = None
+        step_began = time.monotonic()
         while reason is None:
             point = optimizer.ask()
             ei = optimizer.expected_improvement()
@@ -264,12 +373,26 @@ class Search:
                 if told == guards.PENALISE:
                     optimizer.tell(point, value)
             history.append(Step(point, value, ei))
+            now = time.monotonic()
+            self.steps.append(now - step_began)
+            step_began = now
+            # The next trial starts only if, as long as the search's steps take, it ends
+            # before confirmation's reserve (tuner/search/budget.py).
+            self.plan = plan = recosted(plan, self.fidelity.screen, self._overhead())
+            end = started + plan.search_end_s - statistics.fmean(self.steps)
+            deadline = end if math.isfinite(end) else None
             reason = reason or should_stop(history, max(noise, 0.005), config.budget, deadline)
+        self.searching = False
         top = _top(history, config.top_k, baseline, set_aside)
         candidates = list(_with_rules(top, recommended, baseline, set_aside))
         if top and config.simpler_within > 0:
             candidates.insert(1, self._simplified(optimizer, top[0], baseline))
         candidates = self._rounded(optimizer, candidates, baseline, max(noise, 0.005))
+        # The plan's points, the baseline among them: the runner-up gives way first.
+        candidates = _distinct(candidates, baseline)[: plan.points - 1]
+        expected = _expected(optimizer, baseline, candidates)
+        self.plan = plan = replace(plan, points=len(candidates) + 1)
+        self.decide = plan.decide
         try:
             if reason.startswith("stopped early"):
                 raise DevicesBusy(reason)  # busy devices: no confirmation either
@@ -277,8 +400,8 @@ class Search:
                               simpler_within=config.simpler_within,
                               p99_rise=self.objective.p99_rise,
                               max_rounds=config.confirm_max_rounds,
-                              extra_until=None if config.whole_s is None
-                              else started + config.whole_s)  # fmt: skip
+                              extra_until=started + plan.end_s
+                              if math.isfinite(plan.end_s) else None)  # fmt: skip
         except DevicesBusy as err:
             outcome = _unconfirmed(baseline, self.records, self.objective)
             reason = reason if reason.startswith("stopped early") else f"stopped early: {err}"
@@ -304,7 +427,48 @@ class Search:
             seconds=time.monotonic() - started,
             refused=_refusals(outcome),
             cache_note=config.cache.describe() if config.cache is not None else None,
+            screen=self.fidelity.screen,
+            decide=plan.decide,
+            budget=plan.describe(),
+            disagreements=self._disagreements(baseline, outcome, noise, expected),
         )
+
+    def _disagreements(
+        self,
+        baseline: Point,
+        outcome: Confirmation,
+        screen_noise: float,
+        expected: Mapping[Any, tuple[float, float]],
+    ) -> tuple[tuple[dict[Setting, Any], Disagreement], ...]:
+        """The confirmed candidates whose gain at the decide length differs from the search's
+        screening figure by more than the noise of both (tuner/search/fidelity.py). A
+        candidate the search never measured as it is (rounded, simplified) is held against
+        the gain its model expects (`expected`, by point_key), a figure made of short trials
+        too; without a model it has nothing to compare."""
+        score = self.objective.record_score
+
+        def scores(point: Point, phases: tuple[str, ...]) -> list[float]:
+            return [score(r) for r in self.records
+                    if r.phase in phases and not r.set_aside and r.settings == point]  # fmt: skip
+
+        base_short = figures(scores(baseline, ("baseline",)))
+        base_long = figures(scores(baseline, ("confirm",)))
+        if base_short is None or base_long is None:
+            return ()
+        found = []
+        for comparison in outcome.comparisons:
+            short = figures(scores(comparison.point, ("initial", "search", AGAIN)))
+            by = "trials"
+            model = expected.get(point_key(comparison.point))
+            if short is None and model is not None:
+                short, by = Figures(base_short.mean * model[0], model[1], 1), "model"
+            long = figures(list(comparison.samples))
+            if short is None or long is None or comparison.refused:
+                continue
+            differs = disagreement(base_short, short, base_long, long, screen_noise, by)
+            if differs is not None:
+                found.append((dict(comparison.point), differs))
+        return tuple(found)
 
     def _slow_baselines_again(
         self, baseline: Point, results: list[TrialResult]
@@ -370,19 +534,26 @@ class Tune(Search):
         on_trial: Callable[[TrialRecord], None] = lambda record: None,
         before_trial: Callable[[], object] = lambda: None,
         runner: Runner | None = None,
+        on_progress: Callable[[TrialProgress], None] = lambda progress: None,
     ) -> None:
         self.target = target
         self.workload = workload
         self.engine = engine
-        super().__init__(target.path, workload.name, space, config, runner or self._real_trial,
-                         on_trial, before_trial)  # fmt: skip
+        # A test's runner has one length; the real trial runs as long as it is told.
+        super().__init__(target.path, workload.name, space, config, runner or self._screen_trial,
+                         on_trial, before_trial, sized=None if runner else self._real_trial,
+                         on_progress=on_progress)  # fmt: skip
 
-    def _real_trial(self, point: Point) -> PointTrial:
+    def _screen_trial(self, point: Point) -> PointTrial:
+        return self._real_trial(point, self.fidelity.screen)
+
+    def _real_trial(self, point: Point, length: TrialLength) -> PointTrial:
         host = self.space.host_settings(point)
         config = self.config
+        # The baseline's settled ramp (self.ramp_s) holds for every length.
         return trial_with(self.engine, host, self.target, self.workload, _app_params(point),
-                          config.runtime_s, self.ramp_s, config.io_cap_bytes,
-                          config.cache)  # fmt: skip
+                          length.runtime_s, max(length.ramp_s, self.ramp_s),
+                          config.io_cap_bytes, config.cache)  # fmt: skip
 
 
 def _refusals(outcome: Confirmation) -> tuple[str, ...]:
@@ -406,6 +577,31 @@ def _unconfirmed(baseline: Point, records: list[TrialRecord], objective: Objecti
     mean, cv = statistics.fmean(base), _cv(base)
     return Confirmation(dict(baseline), mean, cv, mean, cv, 1.0, 1.0, 1.0, chosen=False,
                         rounds=0, baseline_point=dict(baseline))  # fmt: skip
+
+
+def _expected(
+    optimizer: Optimizer, baseline: Point, candidates: list[Point]
+) -> dict[Any, tuple[float, float]]:
+    """What the search's model expects of each candidate over the baseline, by point_key: the
+    gain and how unsure the model is of it (its standard deviation there, in log units). The
+    short figure of a candidate no search trial measured as it is (rounded, simplified)."""
+    means = optimizer.predict([baseline, *candidates]) if candidates else None
+    spreads = optimizer.predict_std(candidates) if candidates else None
+    if means is None or spreads is None:
+        return {}
+    found = zip(candidates, means[1:], spreads, strict=True)
+    return {point_key(point): (math.exp(means[0] - mean), spread) for point, mean, spread in found}
+
+
+def _distinct(candidates: list[Point], baseline: Point) -> list[Point]:
+    """`candidates` in order, each once, the baseline left out (confirmation measures it)."""
+    seen = {point_key(baseline)}
+    kept = []
+    for point in candidates:
+        if point_key(point) not in seen:
+            seen.add(point_key(point))
+            kept.append(point)
+    return kept
 
 
 def _with_rules(

@@ -1,4 +1,5 @@
-"""What a person watches during a tune: a progress bar over the budget and a live trial table."""
+"""What a person watches during a tune: a progress bar and a live trial table on a terminal,
+one plain line per trial when piped (tuner/tune/progress.py says what the lines hold)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from tuner.console import plain, plain_cells
 from tuner.tunables.access import format_value
 from tuner.tune import guards
 from tuner.tune.objective import objective_named
+from tuner.tune.progress import TrialProgress, duration
 from tuner.tune.result import TrialRecord, TuneResult
 
 _SHOWN = 12  # the last trials stay on screen; the JSON has them all
@@ -27,21 +29,26 @@ def _short(settings: dict[tuple[str, str], Any]) -> str:
 
 
 class TuneView:
-    """A live display; silent when `enabled` is False (--json, or output is not a terminal)."""
+    """A live display when `enabled` (a terminal); with `lines`, one plain line per trial
+    instead (piped output: no control characters); silent with neither."""
 
-    def __init__(self, console: Console, budget: int, enabled: bool) -> None:
+    def __init__(self, console: Console, budget: int, enabled: bool, lines: bool = False) -> None:
         self.console = console
         self.enabled = enabled
+        self.lines = lines and not enabled
         self.records: list[TrialRecord] = []
         self.best = 0.0
-        self.progress = Progress(
+        self.bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
-            TextColumn("{task.completed}/{task.total} trials"),
+            TextColumn("trial {task.completed} of ~{task.total}"),
+            TextColumn("{task.fields[length]}"),
             TimeElapsedColumn(),
+            TextColumn("{task.fields[left]}"),
             console=console,
         )
-        self.task = self.progress.add_task("tuning", total=budget)
+        self.task = self.bar.add_task("tuning", total=budget, length="", left="")
+        self.heard = False  # whether the search reports its progress (TrialProgress)
         self.live = Live(self._render(), console=console, refresh_per_second=4, transient=False)
 
     def __enter__(self) -> TuneView:
@@ -59,15 +66,26 @@ class TuneView:
             self.live.__exit__(kind, error, trace)
 
     def trial(self, record: TrialRecord) -> None:
-        """Show one finished trial and advance the bar."""
+        """Show one finished trial in the table."""
         self.records.append(record)
-        if record.phase in ("initial", "search"):
-            self.progress.advance(self.task)
+        if not self.heard and record.phase in ("initial", "search"):
+            self.bar.advance(self.task)  # a search that reports no progress: its budget
         if not record.set_aside:
             self.best = max(self.best, record.mbps)
-        self.progress.update(self.task, description=f"best {self.best:.1f} MB/s")
+        self.bar.update(self.task, description=f"best {self.best:.1f} MB/s")
         if self.enabled:
             self.live.update(self._render())
+
+    def progress(self, where: TrialProgress) -> None:
+        """Trial n of about N, its length and the time left: the bar, or one plain line."""
+        self.heard = True
+        self.bar.update(self.task, completed=where.number, total=where.total,
+                        length=f"{where.phase} {where.length.describe()}",
+                        left=f"about {duration(where.left_s)} left")  # fmt: skip
+        if self.enabled:
+            self.live.update(self._render())
+        elif self.lines:
+            self.console.print(plain(where.line()), soft_wrap=True, highlight=False)
 
     def _render(self) -> Group:
         table = Table(expand=True)
@@ -79,7 +97,7 @@ class TuneView:
             table.add_row(*plain_cells(str(r.number), r.phase, _short(r.settings), f"{r.mbps:.1f}",
                           f"{r.iops:.0f}", _amplification(r.amplification),
                           f"{r.seconds:.1f}", note), style=style)  # fmt: skip
-        return Group(self.progress, table)
+        return Group(self.bar, table)
 
 
 def _amplification(value: float | None) -> str:
@@ -146,6 +164,16 @@ def render_summary(result: TuneResult) -> Table:
         )
     for refusal in result.refused:
         table.add_row(*plain_cells("refused", refusal))
+    if result.screen is not None and result.decide is not None:
+        table.add_row(*plain_cells("trials' length",
+                                   f"searched at {result.screen.describe()}, confirmed at "
+                                   f"{result.decide.describe()} (ramp + measured): the claim "
+                                   "is the confirmation's"))  # fmt: skip
+    for settings, differs in result.disagreements:
+        table.add_row(*plain_cells("short and long disagree",
+                                   f"{_short(settings)}: {differs.line()}"))  # fmt: skip
+    if result.budget:
+        table.add_row(*plain_cells("time plan", result.budget))
     table.add_row(
         *plain_cells(
             "trials", f"{len(result.trials)} in {result.seconds:.0f} s ({result.stop_reason})"
