@@ -190,3 +190,25 @@ def test_a_path_component_over_255_bytes_is_one_line(  # type: ignore[no-untyped
     said = one_line_exit_2(iotuner(*args))
     assert "File name too long" in said
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_root_with_no_disks_says_so_first_and_never_no_findings(tmp_path: Path) -> None:
+    """A `sys/` tree with nothing in it (a capture of the wrong thing) ran almost no rule: the
+    first line says so, nothing reads as an all-clear, and --exit-code fails it."""
+    (tmp_path / "sys").mkdir()
+    result = iotuner("advise", "--root", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    first = (result.stderr + result.stdout).splitlines()[0]
+    assert "could run" in first and "no disk" in first, first
+    assert "No findings" not in result.stdout + result.stderr
+    assert iotuner("advise", "--root", str(tmp_path), "--exit-code").returncode == 1
+    document = json.loads(iotuner("advise", "--root", str(tmp_path), "--json").stdout)
+    assert document["inconclusive"]["ran"] < document["inconclusive"]["concerned"] / 2
+
+
+def test_the_live_host_runs_most_rules_and_is_not_called_inconclusive() -> None:
+    """The warning is for a root that is not a host, not for this VM: it must not cry wolf."""
+    result = iotuner("advise")
+    assert result.returncode == 0, result.stderr
+    assert "could run" not in result.stdout + result.stderr
+    assert json.loads(iotuner("advise", "--json").stdout)["inconclusive"] is None

@@ -15,6 +15,7 @@ from probes.host_root import open_root
 from probes.hostfs import HostFS
 from tuner.arguments import number_value, path_value
 from tuner.codec import encode
+from tuner.console import print_warning
 from tuner.errors import BadInput
 from tuner.facts import collect
 from tuner.facts.target import FactOptions
@@ -24,6 +25,7 @@ from tuner.rules.engine import Evaluation, evaluate
 from tuner.rules.installed import check_workload, load_rule_base
 from tuner.rules.to_plan import plan_from_findings
 from tuner.rules.view import (
+    inconclusive,
     print_changes,
     print_explanations,
     print_findings,
@@ -98,7 +100,8 @@ def advise(
     """Run the rule base over the host: findings grouped by severity, each with its source.
 
     Exit codes: 0 advised (findings or not, so `advise --plan-out p.yaml && iotuner apply
-    p.yaml` composes), 1 a warning or critical finding with --exit-code, or a --peer that could
+    p.yaml` composes), 1 a warning or critical finding with --exit-code, or with it a root
+    where fewer than half the rules could run (said first, in one line), or a --peer that could
     not be measured (unreachable, no `iperf3 -s`), 2 bad input (a broken rule file, an unknown
     workload, a missing --root, a malformed --peer).
     """
@@ -124,8 +127,13 @@ def advise(
     if plan_out is not None:
         write_plan(plan_from_findings(result.findings, host, workload), plan_out)
     cap = measured.send_cap_mbit(topology.tcp.tcp_wmem_max) if measured is not None else None
+    partial = inconclusive(result.explanations)
+    if partial is not None and not as_json:
+        # First, before the workload line: everything after it is about a host that may not be one.
+        print_warning(partial.line(str(root) if root != Path("/") else "this host"))
     if as_json:
         document = _document(result, workload, explain, measured, cap)
+        document["inconclusive"] = None if partial is None else encode(partial)
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
         console = Console()
@@ -146,7 +154,9 @@ def advise(
             )
         if plan_out is not None:
             console.print(f"plan written to {plan_out}", highlight=False, markup=False)
-    if exit_code and any(f.severity in ("critical", "warning") for f in result.findings):
+    # A run that could not look is no pass for a script that asked findings to fail.
+    failing = any(f.severity in ("critical", "warning") for f in result.findings)
+    if exit_code and (failing or partial is not None):
         raise typer.Exit(1)
 
 
