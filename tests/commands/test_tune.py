@@ -133,8 +133,9 @@ def test_a_bare_tune_says_first_what_it_tunes_and_how_to_name_a_target(
         pytest.skip("needs root")
     state = tmp_path / "state"
     env = dict(os.environ, IOTUNER_STATE_DIR=str(state))
-    child = subprocess.Popen([sys.executable, "-m", "tuner.cli", "tune", *args],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    command = [sys.executable, "-m", "tuner.cli", "tune", *args]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env)  # fmt: skip
     try:
         assert child.stdout is not None
         first = child.stdout.readline()
