@@ -9,13 +9,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from probes.host_root import open_root
 from probes.hostfs import HostFS
 from tuner.arguments import number_value, path_value
 from tuner.codec import encode
-from tuner.console import print_warning
+from tuner.console import output_console, print_warning
 from tuner.errors import BadInput
 from tuner.facts import collect
 from tuner.facts.target import FactOptions
@@ -136,7 +135,7 @@ def advise(
         document["inconclusive"] = None if partial is None else encode(partial)
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
-        console = Console()
+        console = output_console()
         console.print(f"workload: {workload} (choose with --workload)", style="dim", markup=False)
         if measured is not None:
             console.print(_measured_line(measured), highlight=False)

@@ -10,9 +10,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 from rich.text import Text
 
+from tuner.console import output_console
 from tuner.errors import IotunerError
 from tuner.recovery import journal_path
 
@@ -59,7 +59,7 @@ def history(
     from tuner.apply.applied import shown
 
     # A list, not a table: plan paths and written files print whole, however long.
-    console = Console()
+    console = output_console()
     console.print(
         f"iotuner applies, newest first ({len(records)}); times are local; "
         "`iotuner rollback --to ID` undoes every apply after ID",
