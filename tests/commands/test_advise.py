@@ -212,3 +212,27 @@ def test_the_live_host_runs_most_rules_and_is_not_called_inconclusive() -> None:
     assert result.returncode == 0, result.stderr
     assert "could run" not in result.stdout + result.stderr
     assert json.loads(iotuner("advise", "--json").stdout)["inconclusive"] is None
+
+
+def test_a_plan_entry_for_a_disk_with_nothing_stable_is_warned_and_names_match_by(
+    tmp_path: Path,
+) -> None:
+    """The fixture's md0 has no WWN, serial, by-path or backing file: advise warns when it
+    writes its entry (apply would refuse it) and names --match-by name, which marks it."""
+    from tests.fixtures.scenarios import build_scenario
+
+    root, plan = tmp_path / "host", tmp_path / "plan.yaml"
+    build_scenario("readahead-128k", root)
+    plain = iotuner("advise", "--root", str(root), "--plan-out", str(plan))
+    assert plain.returncode == 0, plain.stderr
+    assert "md0 has no WWN, serial, by-path or loop backing file" in plain.stderr, plain.stderr
+    assert "--match-by name" in plain.stderr and "unstable across reboots" in plain.stderr
+    entries = yaml.safe_load(plan.read_text())["entries"]
+    assert [e for e in entries if e["target"] == "md0"] and not any("match" in e for e in entries)
+
+    named = iotuner("advise", "--root", str(root), "--plan-out", str(plan), "--match-by", "name")
+    assert named.returncode == 0, named.stderr
+    assert "match it by kernel name (--match-by name)" in named.stderr, named.stderr
+    marked = {e["target"]: e.get("match") for e in yaml.safe_load(plan.read_text())["entries"]}
+    assert marked["md0"] == "name", marked
+    assert iotuner("advise", "--match-by", "serial").returncode == 2
