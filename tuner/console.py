@@ -13,6 +13,7 @@ import os
 from rich.console import Console
 from rich.text import Text
 
+from probes.hostfs import digits
 from probes.printable import printable
 
 
@@ -53,6 +54,6 @@ def output_console(stderr: bool = False) -> Console:
     the width COLUMNS names), one record per line, never wrapped or cut, anywhere else (a pipe,
     a file)."""
     console = Console(stderr=stderr)
-    if console.is_terminal or os.environ.get("COLUMNS", "").isdigit():
+    if console.is_terminal or digits(os.environ.get("COLUMNS", "")):
         return console
     return Console(stderr=stderr, width=PIPED_WIDTH)
