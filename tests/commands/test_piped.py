@@ -48,3 +48,19 @@ def test_no_text_view_cuts_a_value_when_piped(args: tuple[str, ...], tmp_path: P
     result = iotuner(*args, state=tmp_path / "state")
     assert result.returncode == 0, result.stderr
     assert "…" not in result.stdout, result.stdout
+
+
+def test_verify_through_a_pipe_keeps_each_check_on_one_line(tmp_path: Path) -> None:
+    """A managed file's path under a long --conf-root folded onto a second row at 80 columns:
+    piped, each check's path, expectation and result share one line."""
+    conf = tmp_path / ("a-long-configuration-root-" * 3)
+    conf.mkdir()
+    rmem = Path("/proc/sys/net/ipv4/tcp_rmem").read_text().split()
+    plan = tmp_path / "plan.yaml"
+    plan.write_text("plan_version: 1\ncreated: '2026-11-22T07:10:00+00:00'\nhost: h\n"
+                    "source: tune\nworkload: null\nentries:\n- key: net.ipv4.tcp_rmem\n"
+                    f"  target: host\n  value: [{', '.join(rmem)}]\n")  # fmt: skip
+    result = iotuner("verify", str(plan), "--conf-root", str(conf), state=tmp_path / "state")
+    assert result.returncode == 1, result.stdout + result.stderr  # the sysctl.d file is missing
+    (row,) = [line for line in result.stdout.splitlines() if "60-iotuner.conf" in line]
+    assert f"{conf}/etc/sysctl.d/60-iotuner.conf" in row and "FAILED missing" in row, row
