@@ -54,3 +54,13 @@ def test_apply_destroy_data_takes_the_device_it_may_write() -> None:
     section = page[start : page.index(".SS", start + 4)]
     assert "\\fB\\-\\-destroy\\-data\\fR \\fIDEVICE\\fR" in section
     assert "\\-\\-target /dev/sdb \\-\\-destroy\\-data /dev/sdb" in section
+
+
+def test_files_names_every_file_apply_manages() -> None:
+    """FILES lacked the boot unit (issue 30): every path apply writes is listed there."""
+    from tuner.apply.render import BOOT_UNIT, SYSCTL_CONF, UDEV_RULES
+    from tuner.manpage import manpage
+
+    files = manpage().split(".SH FILES", 1)[1].split(".SH", 1)[0]
+    for rel in (UDEV_RULES, SYSCTL_CONF, BOOT_UNIT):
+        assert f"/{rel}".replace("-", r"\-") in files or f"/{rel}" in files, rel

@@ -232,3 +232,22 @@ def test_measured_is_a_mapping_or_nothing(tmp_path: Path, measured: str, kind: s
     with pytest.raises(BadInput) as err:
         read_plan(path)
     assert f"measured: expected a mapping of figures, got {kind}" in refused_well(err.value)
+
+
+def test_an_entry_matches_by_name_only_when_it_says_name(tmp_path: Path) -> None:
+    """`match: name` round-trips; any other word is refused naming the entry; a plan without
+    it is written as before (no `match: null` in every entry)."""
+    from tuner.errors import BadInput
+    from tuner.plan import Plan, PlanEntry, plan_text, read_plan, write_plan
+
+    entries = (PlanEntry("block.read_ahead_kb", "sdb", 4096, match="name"),
+               PlanEntry("block.read_ahead_kb", "sda", 4096))  # fmt: skip
+    path = tmp_path / "p.yaml"
+    write_plan(Plan(1, "2026-11-22T07:10:00+00:00", "h", "advise", "stream-read", entries), path)
+    assert read_plan(path).entries == entries
+    assert path.read_text().count("match") == 1
+    bad = path.read_text().replace("match: name", "match: wwn")
+    path.write_text(bad)
+    with pytest.raises(BadInput, match=r"entries\[0\]: match: 'wwn' is not one of name"):
+        read_plan(path)
+    assert "match" not in plan_text(Plan(1, "2026-11-22T07:10:00+00:00", "h", "advise", None, ()))

@@ -43,8 +43,8 @@ class Commands(LazyGroup):
         ),
         "history": Lazy(
             "tuner.commands.history:history",
-            "List every apply, newest first: when, its plan, what it wrote, and whether it is "
-            "in place.",
+            "List every apply, newest first: when, its plan, each value it set (key, target, "
+            "old and new), the files it wrote, and whether it is in place.",
         ),
         "verify": Lazy(
             "tuner.commands.verify:verify",

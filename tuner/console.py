@@ -8,9 +8,12 @@ control characters are replaced (probes/printable.py), so it stays the one line 
 
 from __future__ import annotations
 
+import os
+
 from rich.console import Console
 from rich.text import Text
 
+from probes.hostfs import digits
 from probes.printable import printable
 
 
@@ -37,3 +40,20 @@ def print_warning(message: object, console: Console | None = None) -> None:
 def _print(prefix: Text, message: object, console: Console | None) -> None:
     out = console if console is not None else Console(stderr=True)
     out.print(prefix + plain(message), soft_wrap=True, highlight=False)
+
+
+PIPED_WIDTH = 1 << 20
+"""The width a text view gets when it is not on a terminal: wider than any record, so a table
+row, a tree node or a value stays on one line, whole (as lsblk and lstopo print to a pipe), and
+`iotuner probe | grep vda` keeps the disk's file system. Rich would otherwise take 80 columns,
+wrap rows onto a second line and cut values with an ellipsis."""
+
+
+def output_console(stderr: bool = False) -> Console:
+    """The console a command prints its text view on: the terminal's width on a terminal (or
+    the width COLUMNS names), one record per line, never wrapped or cut, anywhere else (a pipe,
+    a file)."""
+    console = Console(stderr=stderr)
+    if console.is_terminal or digits(os.environ.get("COLUMNS", "")):
+        return console
+    return Console(stderr=stderr, width=PIPED_WIDTH)

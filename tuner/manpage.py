@@ -56,6 +56,10 @@ The daemon's configuration.
 .TP
 .I /etc/sysctl.d/60-iotuner.conf, /etc/udev/rules.d/60-iotuner.rules
 What \\fBiotuner apply\\fR writes.
+.TP
+.I /etc/systemd/system/iotuner-boot.service
+The boot unit \\fBiotuner apply\\fR writes and enables (a link in multi-user.target.wants) for
+what neither udev nor sysctl.d can hold (IRQ affinity), resolved again at each boot.
 """
 
 

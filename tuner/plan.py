@@ -52,6 +52,14 @@ class PlanEntry:
     value: Any
     current: Any = None
     reason: str = ""
+    match: str | None = None
+    """How apply's udev rule finds the device: None, by its stable identity (WWN, serial,
+    by-path, loop backing file); "name", by its kernel name, which another disk may have
+    after a reboot: only for a disk with nothing stable, and only when the plan says so."""
+
+
+MATCH_BY = ("name",)
+"""What an entry's `match` may say besides nothing."""
 
 
 @dataclass(frozen=True)
@@ -93,9 +101,11 @@ def host_field(text: str) -> str:
 
 def plan_text(plan: Plan) -> str:
     """The plan as the YAML text `write_plan` writes."""
-    return "# iotuner plan: see docs/plan-format.md\n" + yaml.safe_dump(
-        encode(plan), sort_keys=False
-    )
+    document = encode(plan)
+    for entry in document["entries"]:
+        if entry["match"] is None:
+            del entry["match"]  # the usual case, and the form plans had before `match`
+    return "# iotuner plan: see docs/plan-format.md\n" + yaml.safe_dump(document, sort_keys=False)
 
 
 def write_plan(plan: Plan, path: Path) -> None:
@@ -173,6 +183,8 @@ def check_plan(plan: Plan, where: str) -> Plan:
             raise bad(f"{label}: current: {_value_problem(entry.current)}")
         if not isinstance(entry.reason, str) or not _TEXT.fullmatch(entry.reason):
             raise bad(f"{label}: reason: {_shown(entry.reason)} is not a short line of text")
+        if entry.match is not None and entry.match not in MATCH_BY:
+            raise bad(f"{label}: match: {_shown(entry.match)} is not one of {', '.join(MATCH_BY)}")
         slot = (entry.key, canonical_target(entry.key, entry.target))
         if slot in seen:
             raise bad(f"{label}: {slot[0]} on {slot[1]} is already set by entries[{seen[slot]}]")

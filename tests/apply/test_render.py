@@ -212,3 +212,17 @@ def test_an_identity_udev_cannot_match_exactly_is_refused(host: SysTree, backing
     (host.root / "sys/block/loop3/loop/backing_file").write_text(backing + "\n")
     with pytest.raises(BadInput, match="a udev rule cannot match it exactly"):
         render(plan(("block.read_ahead_kb", "loop3", 4096)), root=host.root)
+
+
+def test_a_disk_with_nothing_stable_is_matched_by_name_only_when_its_entry_says_so(
+    host: SysTree, tmp_path: Path
+) -> None:
+    """sdb has no WWN, serial, by-path or backing file: its entry is refused, naming the
+    choice, unless it says `match: name`; then the rule matches the kernel name."""
+    with pytest.raises(BadInput, match=r"sdb: no WWN.*match: name.*--match-by name"):
+        render(plan(("block.read_ahead_kb", "sdb", 4096)), root=host.root, conf_root=tmp_path)
+    by_name = Plan(1, "2026-11-22T07:10:00+00:00", "storage01", "advise", "stream-read",
+                   (PlanEntry("block.read_ahead_kb", "sdb", 4096, match="name"),))  # fmt: skip
+    rules = files(render(by_name, root=host.root, conf_root=tmp_path), tmp_path)[UDEV_RULES]
+    assert rules is not None
+    assert 'KERNEL=="sdb", ATTR{queue/read_ahead_kb}="4096"' in rules, rules

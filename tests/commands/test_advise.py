@@ -190,3 +190,49 @@ def test_a_path_component_over_255_bytes_is_one_line(  # type: ignore[no-untyped
     said = one_line_exit_2(iotuner(*args))
     assert "File name too long" in said
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_root_with_no_disks_says_so_first_and_never_no_findings(tmp_path: Path) -> None:
+    """A `sys/` tree with nothing in it (a capture of the wrong thing) ran almost no rule: the
+    first line says so, nothing reads as an all-clear, and --exit-code fails it."""
+    (tmp_path / "sys").mkdir()
+    result = iotuner("advise", "--root", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    first = (result.stderr + result.stdout).splitlines()[0]
+    assert "could run" in first and "no disk" in first, first
+    assert "No findings" not in result.stdout + result.stderr
+    assert iotuner("advise", "--root", str(tmp_path), "--exit-code").returncode == 1
+    document = json.loads(iotuner("advise", "--root", str(tmp_path), "--json").stdout)
+    assert document["inconclusive"]["ran"] < document["inconclusive"]["concerned"] / 2
+
+
+def test_the_live_host_runs_most_rules_and_is_not_called_inconclusive() -> None:
+    """The warning is for a root that is not a host, not for this VM: it must not cry wolf."""
+    result = iotuner("advise")
+    assert result.returncode == 0, result.stderr
+    assert "could run" not in result.stdout + result.stderr
+    assert json.loads(iotuner("advise", "--json").stdout)["inconclusive"] is None
+
+
+def test_a_plan_entry_for_a_disk_with_nothing_stable_is_warned_and_names_match_by(
+    tmp_path: Path,
+) -> None:
+    """The fixture's md0 has no WWN, serial, by-path or backing file: advise warns when it
+    writes its entry (apply would refuse it) and names --match-by name, which marks it."""
+    from tests.fixtures.scenarios import build_scenario
+
+    root, plan = tmp_path / "host", tmp_path / "plan.yaml"
+    build_scenario("readahead-128k", root)
+    plain = iotuner("advise", "--root", str(root), "--plan-out", str(plan))
+    assert plain.returncode == 0, plain.stderr
+    assert "md0 has no WWN, serial, by-path or loop backing file" in plain.stderr, plain.stderr
+    assert "--match-by name" in plain.stderr and "unstable across reboots" in plain.stderr
+    entries = yaml.safe_load(plan.read_text())["entries"]
+    assert [e for e in entries if e["target"] == "md0"] and not any("match" in e for e in entries)
+
+    named = iotuner("advise", "--root", str(root), "--plan-out", str(plan), "--match-by", "name")
+    assert named.returncode == 0, named.stderr
+    assert "match it by kernel name (--match-by name)" in named.stderr, named.stderr
+    marked = {e["target"]: e.get("match") for e in yaml.safe_load(plan.read_text())["entries"]}
+    assert marked["md0"] == "name", marked
+    assert iotuner("advise", "--match-by", "serial").returncode == 2

@@ -68,6 +68,25 @@ def test_apply_shows_each_change_then_nothing_to_do_and_rollback_restores_all(
     assert readahead == {"kind": "value", "name": "block.read_ahead_kb", "target": dev,
                          "before": "4092", "after": "4092", "status": "ok"}  # fmt: skip
 
+    # history names each value apply 1 set, old and new, in text and JSON.
+    was = int(original["read_ahead_kb"])
+    listed = iotuner("history", state=state).stdout
+    assert f"set block.read_ahead_kb on {dev}: {was} -> 4093" in listed, listed
+    (first_apply,) = [a for a in json.loads(iotuner("history", "--json", state=state).stdout)
+                      ["applies"] if a["id"] == 1]  # fmt: skip
+    assert {"key": "block.read_ahead_kb", "target": dev, "old": was, "new": 4093} in first_apply[
+        "values"
+    ]
+    # rollback --check says what it would put back and writes nothing: not a byte of the
+    # configuration root, not a queue setting.
+    applied_files = tree(conf)
+    check = iotuner("rollback", "--check", state=state)
+    assert check.returncode == 0, check.stderr
+    assert "would roll back apply 1:" in check.stdout, check.stdout
+    assert f"block.read_ahead_kb on {dev}: 4093 -> {was}" in check.stdout, check.stdout
+    assert f"restore {sysctl}" in check.stdout, check.stdout
+    assert tree(conf) == applied_files and queue(dev) == APPLIED
+
     # Rollback undoes the apply that changed something (the second changed nothing).
     undone = iotuner("rollback", state=state)
     assert undone.returncode == 0, undone.stderr

@@ -117,3 +117,31 @@ def test_writes_to_a_device_need_destroy_data(tmp_path: Path) -> None:
                          state=tmp_path)  # fmt: skip
         assert result.returncode == 2
         assert "--destroy-data" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [((), "modelled hard disk"), (("--workload", "disk-to-network"), "network lab")],
+)
+def test_a_bare_tune_says_first_what_it_tunes_and_how_to_name_a_target(
+    tmp_path: Path, args: tuple[str, ...], says: str
+) -> None:
+    """A bare `iotuner tune` on a production host tunes the lab, not the host: its first line
+    says so and names --target (or --peer) before anything is built. Stopped with Ctrl-C as
+    soon as that line is read, so no lab comes up (lab status, in its own state, shows none)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    state = tmp_path / "state"
+    env = dict(os.environ, IOTUNER_STATE_DIR=str(state))
+    command = [sys.executable, "-m", "tuner.cli", "tune", *args]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env)  # fmt: skip
+    try:
+        assert child.stdout is not None
+        first = child.stdout.readline()
+    finally:
+        child.send_signal(signal.SIGINT)
+        child.communicate(timeout=120)
+    assert says in first and "not this host" in first, first
+    assert ("--peer" if "network" in says else "--target") in first, first
+    assert "no lab" in iotuner("lab", "status", state=state).stdout.lower()

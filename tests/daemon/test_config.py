@@ -311,3 +311,19 @@ def test_long_lines_of_white_space_are_read_at_once(
     with within(2.0), pytest.raises(ConfigError) as caught:
         load_config(path)
     assert str(caught.value).startswith(f"{path}:{line}: {key}: "), str(caught.value)
+
+
+def test_check_config_without_a_config_file_says_the_defaults_not_ok() -> None:
+    """With no /etc/iotuner/iotuner.toml there is nothing to call ok: it says the daemon would
+    run on its defaults (it printed '/etc/iotuner/iotuner.toml: ok' for a file not there)."""
+    import subprocess
+    import sys
+
+    from tuner.daemon.config import DEFAULT_PATH
+
+    if DEFAULT_PATH.exists():
+        pytest.skip(f"{DEFAULT_PATH} exists on this host")
+    result = subprocess.run([sys.executable, "-m", "tuner.cli", "daemon", "--check-config"],
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"no {DEFAULT_PATH}: the daemon would run on its defaults"

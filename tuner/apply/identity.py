@@ -28,7 +28,8 @@ class NoIdentity(BadInput):
 
 @dataclass(frozen=True)
 class Identity:
-    """What a udev rule matches a device by: kind is wwn, wwid, serial, path, loop or mac."""
+    """What a udev rule matches a device by: kind is wwn, wwid, serial, path, loop or mac, or
+    name (the kernel name, when a plan entry says `match: name`)."""
 
     kind: str
     value: str
@@ -50,6 +51,9 @@ class Identity:
                 return f'ATTR{{loop/backing_file}}=="{value}"'
             case "mac":
                 return f'ATTR{{address}}=="{value}"'
+            case "name":
+                # Only where the plan says `match: name`: whichever disk has this name.
+                return f'KERNEL=="{value}"'
         raise ValueError(f"unknown identity kind {self.kind!r}")
 
     def exact(self) -> str:
@@ -93,16 +97,36 @@ def block_identity(fs: HostFS, device: str) -> Identity | None:
     return None
 
 
-def identify(root: Path, device: str) -> Identity:
-    """The identity of a block device ("sdb", "/dev/loop3") or a network interface ("eth0")."""
+def nameless_disks(fs: HostFS) -> set[str]:
+    """Block devices a udev rule could match only by kernel name: nothing stable, or a value
+    udev could not match exactly. advise warns before it writes a plan entry for one."""
+    found = set()
+    for name in fs.listdir("sys/block"):
+        identity = block_identity(fs, name)
+        try:
+            if identity is None or not identity.exact():
+                found.add(name)
+        except NoIdentity:
+            found.add(name)
+    return found
+
+
+def identify(root: Path, device: str, match: str | None = None) -> Identity:
+    """The identity of a block device ("sdb", "/dev/loop3") or a network interface ("eth0");
+    with match "name", a block device's kernel name, as its plan entry chose."""
     fs = HostFS(root)
     name = device.removeprefix("/dev/")
+    if match == "name" and fs.exists(f"sys/block/{name}"):
+        by_name = Identity("name", name)
+        by_name.exact()
+        return by_name
     if fs.exists(f"sys/block/{name}"):
         found = block_identity(fs, name)
         if found is None:
             raise NoIdentity(
                 f"{name}: no WWN, serial, by-path or loop backing file to match it by; "
-                "a rule for its kernel name would follow whatever disk gets that name next"
+                "a rule for its kernel name would follow whatever disk gets that name next "
+                "(`match: name` on the entry, or `advise --match-by name`, accepts that)"
             )
         try:
             found.exact()
@@ -125,6 +149,8 @@ def identify(root: Path, device: str) -> Identity:
 def find_device(root: Path, identity: Identity) -> str | None:
     """The kernel name the device with this identity has now, or None when it is not here."""
     fs = HostFS(root)
+    if identity.kind == "name":
+        return identity.value if fs.exists(f"sys/block/{identity.value}") else None
     if identity.kind == "mac":
         for name in fs.listdir("sys/class/net"):
             if fs.read(f"sys/class/net/{name}/address") == identity.value:

@@ -118,7 +118,7 @@ def render(
             value = tunables.validate(entry.key, target, entry.value, pending=pending)
             expected = tunables.expected(entry.key, target, value)
             if TUNABLES[entry.key].persist == "udev":
-                identities.setdefault(target, identify(root, target))
+                identities.setdefault(target, identify(root, target, entry.match))
                 # Refused here, one line, when the rule cannot be written (ethtool missing).
                 IMPLEMENTATIONS[entry.key].udev_assignment(value)
         except TunableError as err:

@@ -5,25 +5,28 @@ from __future__ import annotations
 import json
 import sys
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from probes.host_root import open_root
 from probes.hostfs import HostFS
+from tuner.apply.identity import nameless_disks
 from tuner.arguments import number_value, path_value
 from tuner.codec import encode
+from tuner.console import output_console, print_warning
 from tuner.errors import BadInput
 from tuner.facts import collect
 from tuner.facts.target import FactOptions
 from tuner.outfile import check_output_path
-from tuner.plan import write_plan
+from tuner.plan import Plan, write_plan
 from tuner.rules.engine import Evaluation, evaluate
 from tuner.rules.installed import check_workload, load_rule_base
 from tuner.rules.to_plan import plan_from_findings
 from tuner.rules.view import (
+    inconclusive,
     print_changes,
     print_explanations,
     print_findings,
@@ -33,6 +36,7 @@ from tuner.rules.view import (
 from tuner.topology.model import Machine
 from tuner.trials.peer import PathMeasurement, measure_path, parse_peer
 from tuner.tunables.observe import probe_with_settings
+from tuner.tunables.registry import TUNABLES
 
 # The papers study sequential I/O and the tune's main job streams reads: advice for one workload
 # at a time, because advice for different workloads contradicts itself (readahead up or down).
@@ -84,6 +88,16 @@ def advise(
             parser=path_value("--plan-out"),
         ),
     ] = None,
+    match_by: Annotated[
+        str,
+        typer.Option(
+            "--match-by",
+            help="How --plan-out's entries find a disk with no WWN, serial, by-path or loop "
+            "backing file: `id` (default: apply refuses them) or `name` (its kernel name, "
+            "which another disk may have after a reboot).",
+            metavar="id|name",
+        ),
+    ] = "id",
     exit_code: Annotated[
         bool,
         typer.Option(
@@ -98,7 +112,8 @@ def advise(
     """Run the rule base over the host: findings grouped by severity, each with its source.
 
     Exit codes: 0 advised (findings or not, so `advise --plan-out p.yaml && iotuner apply
-    p.yaml` composes), 1 a warning or critical finding with --exit-code, or a --peer that could
+    p.yaml` composes), 1 a warning or critical finding with --exit-code, or with it a root
+    where fewer than half the rules could run (said first, in one line), or a --peer that could
     not be measured (unreachable, no `iperf3 -s`), 2 bad input (a broken rule file, an unknown
     workload, a missing --root, a malformed --peer).
     """
@@ -109,6 +124,8 @@ def advise(
         raise BadInput("--peer measures the path: give it or --link-gbps and --rtt-ms, not both")
     if target is not None and root != Path("/"):
         raise BadInput(f"--peer measures from this host; it cannot go with --root {root}")
+    if match_by not in ("id", "name"):
+        raise BadInput(f"--match-by {match_by}: use id or name")
     if plan_out is not None:
         check_output_path(plan_out, "--plan-out")
     # Measured first: an unreachable peer fails before the probe's work.
@@ -118,17 +135,24 @@ def advise(
     with ExitStack() as stack:
         fs = HostFS(open_root(root, stack))
         topology = probe_with_settings(fs)
+        nameless = nameless_disks(fs)
     targets = collect(topology, FactOptions(link_gbps=link_gbps, rtt_ms=rtt_ms, live=fs.is_live))
     result = evaluate(base, targets, workload)
     host = next((m.name for m in topology.of_type(Machine)), "host")
     if plan_out is not None:
-        write_plan(plan_from_findings(result.findings, host, workload), plan_out)
+        plan = plan_from_findings(result.findings, host, workload)
+        write_plan(_matched(plan, nameless, match_by), plan_out)
     cap = measured.send_cap_mbit(topology.tcp.tcp_wmem_max) if measured is not None else None
+    partial = inconclusive(result.explanations)
+    if partial is not None and not as_json:
+        # First, before the workload line: everything after it is about a host that may not be one.
+        print_warning(partial.line(str(root) if root != Path("/") else "this host"))
     if as_json:
         document = _document(result, workload, explain, measured, cap)
+        document["inconclusive"] = None if partial is None else encode(partial)
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
-        console = Console()
+        console = output_console()
         console.print(f"workload: {workload} (choose with --workload)", style="dim", markup=False)
         if measured is not None:
             console.print(_measured_line(measured), highlight=False)
@@ -146,8 +170,36 @@ def advise(
             )
         if plan_out is not None:
             console.print(f"plan written to {plan_out}", highlight=False, markup=False)
-    if exit_code and any(f.severity in ("critical", "warning") for f in result.findings):
+    # A run that could not look is no pass for a script that asked findings to fail.
+    failing = any(f.severity in ("critical", "warning") for f in result.findings)
+    if exit_code and (failing or partial is not None):
         raise typer.Exit(1)
+
+
+def _matched(plan: Plan, nameless: set[str], match_by: str) -> Plan:
+    """The plan with its entries for disks that have nothing stable marked `match: name` (with
+    --match-by name), and one warning per such disk either way: without it apply refuses them."""
+    entries = []
+    warned: set[str] = set()
+    for entry in plan.entries:
+        disk = entry.target.removeprefix("/dev/")
+        if disk not in nameless or TUNABLES[entry.key].persist != "udev":
+            entries.append(entry)
+            continue
+        if disk not in warned:
+            warned.add(disk)
+            print_warning(
+                f"{disk} has no WWN, serial, by-path or loop backing file: "
+                + (
+                    "its plan entries match it by kernel name (--match-by name), which "
+                    "another disk may have after a reboot"
+                    if match_by == "name"
+                    else "apply will refuse its plan entries; --match-by name matches it by "
+                    "kernel name instead (unstable across reboots)"
+                )
+            )
+        entries.append(replace(entry, match="name") if match_by == "name" else entry)
+    return replace(plan, entries=tuple(entries))
 
 
 def _capped_line(measured: PathMeasurement, cap: float) -> str:

@@ -23,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tuner.apply.lock import changes_lock
+from tuner.console import output_console
 from tuner.errors import BadInput, IotunerError
 from tuner.extras import require
 from tuner.trials.faults import TrialFault
@@ -134,9 +135,9 @@ def apply(
         }
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
-        _show(Console(), plan, result, diffs, check)
+        _show(output_console(), plan, result, diffs, check)
         if measured is not None:
-            Console().print(_measured_line(measured), highlight=False, markup=False)
+            output_console().print(_measured_line(measured), highlight=False, markup=False)
     if result.error is not None:
         raise IotunerError(result.error)
     if measured is not None and measured["rolled_back"]:

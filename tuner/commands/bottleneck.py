@@ -8,7 +8,6 @@ import time
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from probes.host import probe_host
@@ -25,6 +24,7 @@ from tuner.bottleneck import (
     summary,
 )
 from tuner.bottleneck.scaling import BLOCK, IODEPTH
+from tuner.console import output_console
 from tuner.errors import BadInput, IotunerError
 from tuner.lab.status import lab_status
 from tuner.results import save_result
@@ -59,7 +59,7 @@ def bottleneck(
     a device gone, reported in one line naming it), 2 bad input.
     """
     started = time.monotonic()
-    console = Console(stderr=as_json)
+    console = output_console(stderr=as_json)
     topology = probe_host(live_host())
     names = resolve(devices, topology, live_host())
     groups = device_groups(topology, names, lab_bus_names())

@@ -54,8 +54,11 @@ def daemon(
             doc = {"config": str(loaded.path) if loaded.path else None, "ok": True,
                    "settings": encode(loaded)}  # fmt: skip
             sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+        elif loaded.path is None:
+            # Only the default path may be missing (an explicit one is refused): no file, no "ok".
+            typer.echo(f"no {DEFAULT_PATH}: the daemon would run on its defaults")
         else:
-            typer.echo(f"{config or DEFAULT_PATH}: ok")
+            typer.echo(f"{loaded.path}: ok")
         return
     if os.geteuid() != 0:
         raise BadInput("the daemon writes kernel settings and reads the journal: run it as root")

@@ -9,13 +9,12 @@ import time
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from tuner.cli_help import Command, Group, examples
 from tuner.codec import encode
-from tuner.console import plain, plain_cells
+from tuner.console import output_console, plain, plain_cells
 from tuner.lab import Lab, builtin_spec_names, lab_check, lab_down, lab_up, load_spec
 from tuner.lab.model import LabNetwork
 from tuner.lab.modelled import describe
@@ -54,7 +53,7 @@ def up(
     if as_json:
         sys.stdout.write(json.dumps(encode(lab), indent=2) + "\n")
         return
-    console = Console()
+    console = output_console()
     title = f"lab {lab.spec_name} up in {time.monotonic() - started:.0f} s"
     if lab.disks or lab.buses:
         console.print(_lab_table(lab, title))
@@ -95,7 +94,7 @@ def status(as_json: Annotated[bool, JSON_OPTION] = False) -> None:
     elif check is None:
         typer.echo("no lab")
     else:
-        console = Console()
+        console = output_console()
         if check.lab is not None and (check.lab.disks or check.lab.buses):
             console.print(_lab_table(check.lab, f"lab {check.spec_name} ({check.state})"))
         if check.lab is not None and check.lab.network:

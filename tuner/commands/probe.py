@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from probes.gather import write_capture
 from probes.host_root import open_root
 from probes.hostfs import HostFS
 from tuner.arguments import path_value
-from tuner.console import print_warning
+from tuner.console import output_console, print_warning
 from tuner.errors import BadInput
 from tuner.outfile import check_output_path
 from tuner.probe_warnings import summarise
@@ -84,14 +83,14 @@ def probe(
                 doc = {key: doc[key] for key in keep}
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
             return
-        Console().print(render_topology(topology, section.value if section else None))
+        output_console().print(render_topology(topology, section.value if section else None))
         print_warnings(topology.warnings)
 
 
 def print_warnings(warnings: tuple[str, ...]) -> None:
     """The probes' warnings on stderr, one line per kind (`--json` keeps each one)."""
     groups = summarise(warnings)
-    err = Console(stderr=True)
+    err = output_console(stderr=True)
     for group in groups:
         print_warning(group.line(), err)
     if len(groups) < len(warnings):
@@ -108,4 +107,6 @@ def _gather(fs: HostFS, topology: Topology, out: Path) -> None:
         raise BadInput(f"--gather {out}: the capture is written as .tar.xz; name it so")
     host = topology.nodes[0].name if topology.nodes else "host"
     count = write_capture(fs, out, f"iotuner-capture-{host}")
-    Console(stderr=True).print(f"captured {count} paths into {out}", highlight=False, markup=False)
+    output_console(stderr=True).print(
+        f"captured {count} paths into {out}", highlight=False, markup=False
+    )

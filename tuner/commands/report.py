@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from tuner.arguments import path_value
+from tuner.console import output_console
 from tuner.outfile import check_output_path
 
 DEFAULT_OUT = Path("iotuner-report.html")
@@ -63,7 +63,7 @@ def report(
     made = {"bottleneck": inputs.scaling, "sweep": inputs.sweeps, "tune": inputs.tune}
     notes = dict(inputs.notes)
     missing = [name for name, present in made.items() if not present and name not in notes]
-    console = Console()
+    console = output_console()
     console.print(f"report written to {out}", highlight=False, markup=False)
     for note in notes.values():
         console.print(note, style="dim", highlight=False, markup=False)

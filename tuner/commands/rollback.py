@@ -9,6 +9,7 @@ lists the ids.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -33,14 +34,23 @@ def rollback(
             "--to", min=0, help="Undo every apply after this id (see `iotuner history`); 0: all."
         ),
     ] = None,
+    check: Annotated[
+        bool, typer.Option("--check", help="Show what rollback would put back; write nothing.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print what was done as JSON.")] = False,
 ) -> None:
     """Restore every journaled original still changed (exit 1 if any could not be).
 
-    Exit codes: 0 everything put back (or nothing to put back), 1 a value or file could not
-    be restored, 2 bad input (an unknown --to, --all without --yes).
+    With --check, lists what it would put back (each value with the value it would restore,
+    each file restored or removed) and writes nothing.
+
+    Exit codes: 0 everything put back (or nothing to put back; with --check, listed), 1 a value
+    or file could not be restored, 2 bad input (an unknown --to, --all without --yes).
     """
     path = journal_path()
+    if check:
+        _check(all_sessions, to, as_json)
+        return
     if not path.exists():
         if to:
             raise BadInput(f"--to {to}: no apply has been journaled here ({path} is missing)")
@@ -81,6 +91,54 @@ def rollback(
     _report(rows, {s.id: s.pid for s in left}, applies, failures, as_json)
     if failures:
         raise IotunerError(f"{len(failures)} value(s) or file(s) could not be restored")
+
+
+def _check(all_sessions: bool, to: int | None, as_json: bool) -> None:
+    """What rollback would do, read from the journal: nothing is locked, restored or marked."""
+    from tuner.apply import changeset
+    from tuner.apply.applied import applied_files, applied_values, interrupted, shown
+    from tuner.tunables.journal import Journal
+
+    changes: list[dict[str, Any]] = []
+    applies: list[dict[str, Any]] = []
+    if journal_path().exists():
+        with Journal(journal_path()) as journal:
+            sessions = {s.id: s for s in journal.sessions()}
+            dead = {i for i, s in sessions.items() if not journal.is_alive(s)}
+            changes = [
+                {"session": c.session, "key": c.key, "target": c.target,
+                 "original": _plain(c.saved.original)}
+                for c in journal.open_changes()
+                if all_sessions or c.session in dead
+            ]  # fmt: skip
+            records = changeset.history(journal)
+            ids = interrupted(journal, dead) + [r.id for r in _applies_to_undo(records, to)]
+            for apply_id in ids:
+                applies.append({
+                    "id": apply_id,
+                    "values": [dataclasses.asdict(v) for v in applied_values(journal, apply_id)],
+                    "files": [dataclasses.asdict(f) for f in applied_files(journal, apply_id)],
+                })  # fmt: skip
+    if as_json:
+        doc = {"check": True, "changes": changes, "applies": applies}
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return
+    if not changes and not applies:
+        typer.echo("nothing to roll back")
+    for c in changes:
+        typer.echo(f"would restore {c['key']} on {c['target']} = {shown(c['original'])}"
+                   f"  (session {c['session']}, left by a process that is gone)")  # fmt: skip
+    for a in applies:
+        typer.echo(f"would roll back apply {a['id']}:")
+        for v in a["values"]:
+            typer.echo(f"  {v['key']} on {v['target']}: {shown(v['new'])} -> {shown(v['old'])}")
+        for f in a["files"]:
+            typer.echo(f"  {'restore' if f['existed'] else 'remove'} {f['path']}")
+    typer.echo("(--check: nothing was written)")
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
 
 
 def _applies_to_undo(records: list[Any], to: int | None) -> list[Any]:

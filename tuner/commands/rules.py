@@ -12,6 +12,7 @@ from rich.text import Text
 
 from tuner.cli_help import Command, Group, examples
 from tuner.codec import encode
+from tuner.console import output_console
 from tuner.errors import BadInput
 from tuner.rules.installed import load_rule_base
 from tuner.rules.markdown import rule_base_markdown, rule_markdown
@@ -43,7 +44,7 @@ def list_rules(
         sys.stdout.write(rule_base_markdown(base))
     else:
         # A list, not a table: a table cuts ids to fit 80 columns, and two rules then read alike.
-        console = Console()
+        console = output_console()
         console.print(f"{len(base.rules)} rules (`iotuner rules show ID` for one)", style="bold")
         for rule in base.rules:
             head = Text.assemble(

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from probes.printable import printable
-from tuner.console import plain
+from tuner.console import output_console, plain
 from tuner.errors import IotunerError
 
 
@@ -72,7 +72,7 @@ def status(
     if as_json:
         sys.stdout.write(json.dumps({"running": True, **state}, indent=2) + "\n")
         return
-    show(state, Console())
+    show(state, output_console())
 
 
 def show(state: dict[str, Any], console: Console) -> None:

@@ -201,6 +201,11 @@ def tune(
     main_job = target is None and destroy_data is None
     default = MAIN_JOB_WORKLOAD if main_job else DEFAULT_WORKLOAD
     chosen = _workload(base, workload or default, fio_job)
+    if main_job and named is None and not chosen.files:
+        # First, before the lab is built or the search imported: on a production host a bare
+        # `tune` would otherwise look like it tunes that host.
+        Console(stderr=as_json).print(_lab_notice(chosen), soft_wrap=True, highlight=False,
+                                      markup=False)  # fmt: skip
     # scikit-optimize and scipy take seconds to import: only `tune` pays for them.
     from tuner.tune.session import Tune, TuneConfig
 
@@ -325,6 +330,19 @@ def _workload(base: RuleBase, name: str, fio_job: Path | None) -> Workload:
     found = base.workload(name)
     assert found is not None  # check_workload raised otherwise
     return found
+
+
+def _lab_notice(workload: Workload) -> str:
+    """What a tune with no target tunes, and how to name one instead."""
+    if workload.name == TRANSFER_WORKLOAD:
+        return (
+            "tuning a transfer between the network lab's two ends (namespaces on this host), "
+            "not this host's network: name a receiver with --peer HOST[:PORT]"
+        )
+    return (
+        f"tuning the built-in modelled hard disk (lab {MAIN_JOB_LAB}, held in memory), "
+        "not this host's disks: name one with --target DEVICE|DIRECTORY"
+    )
 
 
 @contextmanager

@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from tuner.apply.render import render
-from tuner.console import plain
+from tuner.console import output_console, plain
 from tuner.errors import BadInput
 from tuner.plan import read_plan
 from tuner.verify.run import Outcome, Verification
@@ -48,7 +47,7 @@ def verify(
     if as_json:
         sys.stdout.write(json.dumps(document(result, str(plan)), indent=2) + "\n")
     else:
-        console = Console()
+        console = output_console()
         console.print(render_checks(result))
         failed = len(result.failures())
         total = len(result.checks)

@@ -10,6 +10,7 @@ terminal may fold them, but what is copied or written to a file is the line as i
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.text import Text
@@ -136,6 +137,39 @@ def unevaluated(explanations: tuple[Explanation, ...]) -> list[tuple[list[str], 
     return [(rules, hint) for hint, rules in groups.items()]
 
 
+@dataclass(frozen=True)
+class Inconclusive:
+    """A run where most rules for the workload found nothing to look at or lacked facts: a root
+    that is not a host (a capture of the wrong thing, no disks), which must never read as clean."""
+
+    ran: int
+    concerned: int
+    missing: tuple[str, ...]
+
+    def line(self, root: str) -> str:
+        """The one line advise prints before anything else."""
+        what = ", ".join(f"no {kind}" for kind in self.missing) or "facts unknown"
+        return (
+            f"only {self.ran} of the {self.concerned} rules for this workload could run on "
+            f"{root} ({what}): not a verdict on a host; is it the host's root or capture?"
+        )
+
+
+def inconclusive(explanations: tuple[Explanation, ...]) -> Inconclusive | None:
+    """The run's coverage when fewer than half the rules concerned ran on a target, else None.
+
+    Half, because a real host lacks some kinds of target (a VM has no PCIe paths, few hosts
+    have arrays) but still gives most rules something to look at: this VM runs 16 of 25.
+    """
+    concerned = [e for e in explanations if e.status != "other workload"]
+    ran = [e for e in concerned if e.status not in ("no targets", "facts unknown")]
+    if 2 * len(ran) >= len(concerned):
+        return None
+    missing = sorted({e.detail.split(" no ", 1)[1].removesuffix(" targets")
+                      for e in concerned if e.status == "no targets"})  # fmt: skip
+    return Inconclusive(len(ran), len(concerned), tuple(missing))
+
+
 def print_summary(
     console: Console,
     findings: tuple[Finding, ...],
@@ -146,7 +180,8 @@ def print_summary(
     ran = [e for e in explanations if e.status not in ("other workload", "facts unknown")]
     groups = unevaluated(explanations)
     skipped = sum(len(rules) for rules, _ in groups)
-    if not findings:
+    # An inconclusive run has said so on its first line; "no findings" would read as clean.
+    if not findings and inconclusive(explanations) is None:
         what = "rule" if len(ran) == 1 else "rules"
         console.print(
             f"No findings from the {len(ran)} {what} that could be evaluated on this host.",
