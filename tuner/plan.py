@@ -113,6 +113,11 @@ def read_plan(path: Path) -> Plan:
 
     A regular file of at most MAX_PLAN_BYTES: a FIFO or a device would block or never end.
     """
+    return parse_plan(read_plan_text(path), str(path))
+
+
+def read_plan_text(path: Path) -> str:
+    """A plan file's text, unchecked: a regular UTF-8 file of at most MAX_PLAN_BYTES."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as err:
@@ -130,7 +135,7 @@ def read_plan(path: Path) -> Plan:
         text = data.decode()
     except UnicodeDecodeError:
         raise BadInput(f"{path}: not UTF-8 text") from None
-    return parse_plan(text, str(path))
+    return text
 
 
 def parse_plan(text: str, where: str) -> Plan:
