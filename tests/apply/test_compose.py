@@ -9,6 +9,7 @@ sysctl.d file's lines written as `sysctl --system` does, and the boot unit's com
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 from pathlib import Path
@@ -112,6 +113,18 @@ def test_two_plans_applied_in_turn_are_both_in_force_after_a_reboot(
         str(disk),
         str(net),
     ]
+    # history and status list both, status also when no daemon answers.
+    listed = iotuner("history", state=state)
+    assert listed.returncode == 0, listed.stderr
+    assert "plans in force (2, oldest first" in listed.stdout
+    assert f"  {disk} (tune plan of" in listed.stdout and f"  {net} (tune plan of" in listed.stdout
+    no_daemon = str(tmp_path / "none.sock")
+    shown = iotuner("status", "--socket", no_daemon, state=state)
+    assert shown.returncode == 1
+    assert f"  {disk} (tune plan of 2026-11-22T07:10:00+00:00, apply #1)" in shown.stdout
+    assert f"  {net} (tune plan of 2026-11-22T07:10:00+00:00, apply #2)" in shown.stdout
+    doc = json.loads(iotuner("status", "--socket", no_daemon, "--json", state=state).stdout)
+    assert [p["plan"] for p in doc["plans_in_force"]] == [str(disk), str(net)]
 
 
 def test_a_later_entry_wins_and_a_plan_it_covers_leaves(

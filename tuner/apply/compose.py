@@ -207,3 +207,27 @@ def render_composed(
             "`iotuner apply --replace` applies it alone"
         ) from None
     return composed, held, text
+
+
+def in_force_document(in_force: InForce) -> list[dict[str, object]]:
+    """The plans in force as JSON-able rows (`status --json`, `history --json`), oldest first."""
+    return [
+        {
+            "apply_id": m.apply_id,
+            "plan": m.plan_path,
+            "source": m.plan.source,
+            "created": m.plan.created,
+            "workload": m.plan.workload,
+            "entries": len(m.plan.entries),
+        }
+        for m in in_force.members
+    ]
+
+
+def in_force_lines(in_force: InForce) -> list[str]:
+    """The plans in force as `status` and `history` print them: a heading and one per plan."""
+    if not in_force.members:
+        return ["plans in force: none (nothing applied, or every apply rolled back)"]
+    lines = [f"plans in force ({len(in_force.members)}, oldest first; a later entry wins):"]
+    lines += [f"  {m.describe()}" for m in in_force.members]
+    return lines

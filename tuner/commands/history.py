@@ -20,12 +20,16 @@ from tuner.recovery import journal_path
 def history(
     as_json: Annotated[bool, typer.Option("--json", help="Print the applies as JSON.")] = False,
 ) -> None:
-    """List every apply, newest first: when, its plan, what it wrote, and whether it is in place.
+    """List the plans in force, then every apply, newest first: when, its plan, what it
+    wrote, and whether it is in place.
 
     Times are local. Exit codes: 0 listed (also when nothing was applied yet), 1 the state
     database cannot be read.
     """
+    from tuner.apply.compose import NOTHING, in_force_document, in_force_lines, read_in_force
+
     records = []
+    in_force = NOTHING
     if journal_path().exists():
         from tuner.apply.changeset import history as read_history
         from tuner.tunables.journal import Journal
@@ -33,12 +37,16 @@ def history(
         try:
             with Journal(journal_path()) as journal:
                 records = read_history(journal)
+            in_force = read_in_force(journal_path())
         except sqlite3.DatabaseError as err:
             raise IotunerError(
                 f"{journal_path()}: cannot read the state database ({err})"
             ) from None
     if as_json:
-        doc = {"applies": [dataclasses.asdict(r) for r in records]}
+        doc = {
+            "plans_in_force": in_force_document(in_force),
+            "applies": [dataclasses.asdict(r) for r in records],
+        }
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return
     if not records:
@@ -46,6 +54,8 @@ def history(
         return
     # A list, not a table: plan paths and written files print whole, however long.
     console = Console()
+    for line in in_force_lines(in_force):
+        console.print(line, soft_wrap=True, highlight=False, markup=False)
     console.print(
         f"iotuner applies, newest first ({len(records)}); times are local; "
         "`iotuner rollback --to ID` undoes every apply after ID",
