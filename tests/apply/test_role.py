@@ -26,6 +26,7 @@ from tests.apply.applylab import (
     udev_rules,
     write_plan,
 )
+from tests.cli import iotuner
 from tuner.apply import changeset
 from tuner.apply.render import SYSCTL_CONF, UDEV_RULES
 from tuner.apply.runner import PlaybookRun, run_apply
@@ -167,6 +168,10 @@ def test_a_second_plan_keeps_the_first_ones_udev_rule(
     rules = (conf / UDEV_RULES).read_text()
     assert backing_file(dev) in rules and "it holds 2 plans" in rules
     assert f"{SYSCTL} = " in (conf / SYSCTL_CONF).read_text()
+    # Each plan in force verifies against the files the union wrote.
+    for plan in (disk, net):
+        checked = iotuner("verify", "--conf-root", str(conf), str(plan), state=state)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
     for name in ("scheduler", "read_ahead_kb", "nr_requests"):
         Path(f"/sys/block/{dev}/queue/{name}").write_text(original[name])
     with udev_rules(rules):

@@ -40,12 +40,15 @@ class Member:
     plan_path: str
     plan: Plan
 
-    def describe(self) -> str:
-        """One line for a managed file's header and `status`: path, origin, and the set."""
+    def describe(self, with_set: bool = True) -> str:
+        """One line for `status` (with the change set that applied it) and for a managed
+        file's header (without: the same files whichever set wrote them, so `verify` can
+        render them again): path and origin."""
         made = f"{self.plan.source} plan of {self.plan.created}"
-        where = "this apply" if self.apply_id is None else f"apply #{self.apply_id}"
+        if with_set and self.apply_id is not None:
+            made += f", apply #{self.apply_id}"
         # ascii(): a path may hold any byte but a `#` comment is one printable ASCII line.
-        return f"{ascii(self.plan_path)[1:-1]} ({made}, {where})"
+        return f"{ascii(self.plan_path)[1:-1]} ({made})"
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,12 @@ class Composed:
 
     def holds(self) -> tuple[str, ...]:
         """One line per plan held, for the managed files' headers."""
-        return tuple(m.describe() for m in self.members)
+        return holds(self.members)
+
+
+def holds(members: tuple[Member, ...]) -> tuple[str, ...]:
+    """The managed files' header lines for these plans."""
+    return tuple(m.describe(with_set=False) for m in members)
 
 
 NOTHING = InForce(None, ())
@@ -207,6 +215,19 @@ def render_composed(
             "`iotuner apply --replace` applies it alone"
         ) from None
     return composed, held, text
+
+
+def render_for_verify(plan: Plan, plan_path: str, *, database: Path, root: Path,
+                      conf_root: Path) -> Rendered:  # fmt: skip
+    """What `verify PLAN` checks: when PLAN is one of the plans in force, the files as the
+    union in force renders them (they hold the other plans too) with the union's values;
+    otherwise PLAN alone, as apply --replace would write it."""
+    found = read_in_force(database)
+    if found.plan is not None and any(m.plan == plan for m in found.members):
+        return render(found.plan, plan_path="the plans in force", root=root,
+                      conf_root=conf_root, holds=holds(found.members))  # fmt: skip
+    return render(plan, plan_path=plan_path, root=root, conf_root=conf_root,
+                  holds=holds((Member(None, plan_path, plan),)))  # fmt: skip
 
 
 def in_force_document(in_force: InForce) -> list[dict[str, object]]:
