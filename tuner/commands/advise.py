@@ -13,6 +13,7 @@ from rich.console import Console
 
 from probes.host_root import open_root
 from probes.hostfs import HostFS
+from tuner import completion
 from tuner.arguments import number_value, path_value
 from tuner.codec import encode
 from tuner.errors import BadInput
@@ -21,7 +22,7 @@ from tuner.facts.target import FactOptions
 from tuner.outfile import check_output_path
 from tuner.plan import write_plan
 from tuner.rules.engine import Evaluation, evaluate
-from tuner.rules.installed import check_workload, load_rule_base
+from tuner.rules.installed import check_path_options, check_workload, load_rule_base
 from tuner.rules.to_plan import plan_from_findings
 from tuner.rules.view import (
     print_changes,
@@ -49,7 +50,10 @@ def advise(
     ] = Path("/"),
     workload: Annotated[
         str,
-        typer.Option(help="The workload to advise for: see `iotuner rules list --markdown`."),
+        typer.Option(
+            help="The workload to advise for: see `iotuner workloads`.",
+            autocompletion=completion.workloads,
+        ),
     ] = DEFAULT_WORKLOAD,
     as_json: Annotated[bool, typer.Option("--json", help="Print findings as JSON.")] = False,
     explain: Annotated[
@@ -104,6 +108,8 @@ def advise(
     """
     base = load_rule_base(rules)
     check_workload(base, workload)
+    path_flags = {"--link-gbps": link_gbps, "--rtt-ms": rtt_ms, "--peer": peer}
+    check_path_options(base, workload, [f for f, v in path_flags.items() if v is not None])
     target = parse_peer(peer) if peer is not None else None
     if target is not None and (link_gbps is not None or rtt_ms is not None):
         raise BadInput("--peer measures the path: give it or --link-gbps and --rtt-ms, not both")
