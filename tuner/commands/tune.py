@@ -267,7 +267,8 @@ def tune(
         changes = {slot: v for slot, v in result.changes().items() if slot[1] != APP}
         write_plan(plan_from_tune(changes, result.baseline_settings, host,
                                   chosen.name, measured), plan_out)  # fmt: skip
-    save_result("tune", result_document(result))  # for `iotuner report`
+    save_result("tune", result_document(result), devices=list(trial_target.devices),
+                lab=main_job)  # fmt: skip  # for `iotuner report`
     if as_json:
         sys.stdout.write(json.dumps(result_document(result), indent=2) + "\n")
     else:
