@@ -108,13 +108,14 @@ def advise(
     """
     base = load_rule_base(rules)
     check_workload(base, workload)
-    path_flags = {"--link-gbps": link_gbps, "--rtt-ms": rtt_ms, "--peer": peer}
-    check_path_options(base, workload, [f for f, v in path_flags.items() if v is not None])
     target = parse_peer(peer) if peer is not None else None
     if target is not None and (link_gbps is not None or rtt_ms is not None):
         raise BadInput("--peer measures the path: give it or --link-gbps and --rtt-ms, not both")
     if target is not None and root != Path("/"):
         raise BadInput(f"--peer measures from this host; it cannot go with --root {root}")
+    # Before --peer measures anything: for this workload it would be measured for nothing.
+    path_flags = {"--link-gbps": link_gbps, "--rtt-ms": rtt_ms, "--peer": peer}
+    check_path_options(base, workload, [f for f, v in path_flags.items() if v is not None])
     if plan_out is not None:
         check_output_path(plan_out, "--plan-out")
     # Measured first: an unreachable peer fails before the probe's work.
