@@ -64,3 +64,23 @@ def test_files_names_every_file_apply_manages() -> None:
     files = manpage().split(".SH FILES", 1)[1].split(".SH", 1)[0]
     for rel in (UDEV_RULES, SYSCTL_CONF, BOOT_UNIT):
         assert f"/{rel}".replace("-", r"\-") in files or f"/{rel}" in files, rel
+
+
+def test_iotuner_man_shows_the_page_with_its_environment(tmp_path: Path) -> None:
+    """`man iotuner` finds the page pip installs in <prefix>/share/man/man1 only for some
+    prefixes; `iotuner man` shows it wherever iotuner is (issue 30), ENVIRONMENT included."""
+    from tests.cli import iotuner
+
+    piped = iotuner("man")
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout == generated() == iotuner("man", "--roff").stdout
+    page = piped.stdout
+    environment = page[page.index(".SH ENVIRONMENT") : page.index(".SH FILES")]
+    for name in ("IOTUNER_STATE_DIR", "IOTUNER_ANSIBLE_PLAYBOOK"):
+        assert f".B {name}" in environment
+    if shutil.which("man") is not None:
+        (tmp_path / "iotuner.1").write_text(page)
+        shown = subprocess.run(["man", "-l", str(tmp_path / "iotuner.1")], capture_output=True,
+                               text=True, env={"MANPAGER": "cat", "PATH": "/usr/bin:/bin"},
+                               check=True).stdout  # fmt: skip
+        assert "ENVIRONMENT" in shown and "IOTUNER_STATE_DIR" in shown

@@ -43,12 +43,16 @@ class Commands(LazyGroup):
         ),
         "history": Lazy(
             "tuner.commands.history:history",
-            "List every apply, newest first: when, its plan, each value it set (key, target, "
-            "old and new), the files it wrote, and whether it is in place.",
+            "List the plans in force, then every apply, newest first: when, its plan, each value "
+            "it set (key, target, old and new), the files it wrote, and whether it is in place.",
         ),
         "verify": Lazy(
             "tuner.commands.verify:verify",
             "Check live values and managed files against a plan with a generated testinfra suite.",
+        ),
+        "workloads": Lazy(
+            "tuner.commands.workloads:workloads",
+            "List the workloads advise and tune take (--workload NAME), one line each.",
         ),
         "sweep": Lazy(
             "tuner.commands.sweep:sweep",
@@ -73,8 +77,12 @@ class Commands(LazyGroup):
         ),
         "status": Lazy(
             "tuner.commands.status:status",
-            "Show the daemon's state, the plan it holds, drift, the live workload and recent "
-            "events.",
+            "Show the plans in force (from the journal of applies), then the daemon's state, the "
+            "plan it holds, drift, the live workload and recent events.",
+        ),
+        "man": Lazy(
+            "tuner.commands.man:man",
+            "Show the manual page (as `man iotuner`); piped or with --roff, print its roff source.",
         ),
         "rules": Lazy(
             "tuner.commands.rules:app",
@@ -94,7 +102,7 @@ app = typer.Typer(
     help="Bring a Linux host's real I/O throughput close to what its hardware can deliver.\n\n"
     "Exit codes: 0 ok, 1 failure (or findings with advise --exit-code), 2 bad input. Every "
     "command has --help with examples and --json; `iotuner --install-completion` adds shell "
-    "completion, `man iotuner` is the manual (docs/iotuner.1).",
+    "completion, `man iotuner` (or `iotuner man`) is the manual.",
     epilog=examples("iotuner"),
     no_args_is_help=True,
     cls=Commands,

@@ -63,6 +63,25 @@ what neither udev nor sysctl.d can hold (IRQ affinity), resolved again at each b
 """
 
 
+_ENVIRONMENT = """\
+.TP
+.B IOTUNER_STATE_DIR
+The state directory (default \\fI/var/lib/iotuner\\fR): the journal, the results, the
+lab's state. It must be root's (or the user's) and writable by nobody else; a test or a
+second lab uses its own.
+.TP
+.B IOTUNER_ANSIBLE_PLAYBOOK
+The ansible-playbook \\fBiotuner apply\\fR runs (default: the one beside the python running
+iotuner, else the one on \\fBPATH\\fR). No other \\fBANSIBLE_*\\fR variable reaches it.
+.TP
+.B NOTIFY_SOCKET
+Set by systemd for \\fBiotuner daemon\\fR: it reports ready and stopping there.
+.TP
+.B NO_COLOR, COLUMNS
+Honoured by the terminal output: no colours; the width to lay tables out in.
+"""
+
+
 def manpage() -> str:
     """The whole page, in roff (man(7) macros)."""
     root = typer.main.get_command(_app())
@@ -80,7 +99,8 @@ def manpage() -> str:
     ]
     for path, command in _commands(root, []):
         lines += _command(path, command)
-    lines += [".SH EXIT STATUS", _EXIT.rstrip("\n"), ".SH FILES", _FILES.rstrip("\n")]
+    lines += [".SH EXIT STATUS", _EXIT.rstrip("\n"), ".SH ENVIRONMENT", _ENVIRONMENT.rstrip("\n")]
+    lines += [".SH FILES", _FILES.rstrip("\n")]
     lines += [".SH EXAMPLES", *_examples(EXAMPLES.get("iotuner", ()))]
     lines += [
         ".SH SEE ALSO",

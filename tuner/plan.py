@@ -121,8 +121,12 @@ def read_plan(path: Path) -> Plan:
 
     A regular file of at most MAX_PLAN_BYTES: a FIFO or a device would block or never end.
     """
-    text = read_text_file(path, MAX_PLAN_BYTES, "plan")
-    return parse_plan(text, str(path))
+    return parse_plan(read_plan_text(path), str(path))
+
+
+def read_plan_text(path: Path) -> str:
+    """A plan file's text, unchecked: a regular UTF-8 file of at most MAX_PLAN_BYTES."""
+    return read_text_file(path, MAX_PLAN_BYTES, "plan")
 
 
 def parse_plan(text: str, where: str) -> Plan:

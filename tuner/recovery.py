@@ -41,9 +41,16 @@ def recovers(command: str | None, args: Sequence[str] = ()) -> bool:
     """
     if command not in RECOVERING_COMMANDS:
         return False
-    if _asks_help(args):
+    if _asks_help(args) or (command == "tune" and _lists_workloads(args)):
         return False
     return not (args and (command, args[0]) in READ_ONLY_SUBCOMMANDS)
+
+
+def _lists_workloads(args: Sequence[str]) -> bool:
+    """`tune --workload list`: it prints the workloads and changes nothing."""
+    words = list(itertools.takewhile(lambda word: word != "--", args))
+    pairs = zip(words, [*words[1:], ""], strict=True)
+    return "--workload=list" in words or any(a == "--workload" and b == "list" for a, b in pairs)
 
 
 def _asks_help(args: Sequence[str]) -> bool:

@@ -26,6 +26,7 @@ from tests.apply.applylab import (
     udev_rules,
     write_plan,
 )
+from tests.cli import iotuner
 from tuner.apply import changeset
 from tuner.apply.render import SYSCTL_CONF, UDEV_RULES
 from tuner.apply.runner import PlaybookRun, run_apply
@@ -148,3 +149,36 @@ def test_the_udev_rule_brings_the_settings_back(
         subprocess.run(["udevadm", "test", "--action=change", f"/sys/block/{dev}"],
                        capture_output=True, check=True, timeout=60)  # fmt: skip
     assert queue(dev) == APPLIED
+
+
+def test_a_second_plan_keeps_the_first_ones_udev_rule(
+    dev: str, conf: Path, state: Path, tmp_path: Path
+) -> None:
+    """Issue 30: `apply disk.yaml` then `apply net.yaml`; after a "reboot" (the device's queue
+    forgotten, udev's change event run with the managed rules, `sysctl -p` of the managed
+    sysctl.d file) both plans are in force. The second apply used to remove the udev rule."""
+    if shutil.which("udevadm") is None or shutil.which("sysctl") is None:
+        pytest.skip("needs udevadm and sysctl")
+    original = queue(dev)
+    disk = write_plan(tmp_path / "disk.yaml", block_entries(dev))
+    net = write_plan(tmp_path / "net.yaml", [sysctl_entry()])
+    assert run_apply(disk, conf_root=conf, state=state).ok
+    second = run_apply(net, conf_root=conf, state=state)
+    assert second.ok, second.failures()
+    rules = (conf / UDEV_RULES).read_text()
+    assert backing_file(dev) in rules and "it holds 2 plans" in rules
+    assert f"{SYSCTL} = " in (conf / SYSCTL_CONF).read_text()
+    # Each plan in force verifies against the files the union wrote.
+    for plan in (disk, net):
+        checked = iotuner("verify", "--conf-root", str(conf), str(plan), state=state)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+    for name in ("scheduler", "read_ahead_kb", "nr_requests"):
+        Path(f"/sys/block/{dev}/queue/{name}").write_text(original[name])
+    with udev_rules(rules):
+        subprocess.run(["udevadm", "test", "--action=change", f"/sys/block/{dev}"],
+                       capture_output=True, check=True, timeout=60)  # fmt: skip
+    assert queue(dev) == APPLIED
+    # The sysctl entry holds the value the host has: loading the file changes nothing else.
+    loaded = subprocess.run(["sysctl", "-p", str(conf / SYSCTL_CONF)],
+                            capture_output=True, text=True, check=True, timeout=30)  # fmt: skip
+    assert loaded.stdout.strip() == f"{SYSCTL} = {sysctl_entry()['value']}"

@@ -63,9 +63,10 @@ def test_every_kind_of_setting_applied_then_nothing_to_do(
     assert again.ok and again.recap[0].changed == 0
     assert tree(conf) == files
 
-    # A smaller plan removes what it no longer needs: the unit and its link go.
+    # A smaller plan that replaces it removes what it no longer needs: the unit and its link go.
     smaller = write_plan(tmp_path / "smaller.yaml", ENTRIES[:2])
-    assert run_apply(smaller, conf_root=conf, sys_root=host.root, state=state).ok
+    assert run_apply(smaller, conf_root=conf, sys_root=host.root, state=state,
+                     replace_all=True).ok  # fmt: skip
     assert not (conf / BOOT_UNIT).exists() and not (conf / BOOT_WANTS).is_symlink()
     assert not (conf / SYSCTL_CONF).exists()
 

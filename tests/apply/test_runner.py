@@ -134,7 +134,8 @@ def test_the_command_line(tmp_path: Path) -> None:
     extra = yaml.load(variables.read_text(), Loader=loader)
     assert extra == {k: ("unsafe", v) for k, v in {
         "iotuner_plan": str(plan), "iotuner_conf_root": str(tmp_path), "iotuner_sys_root": "/",
-        "iotuner_state_dir": str(tmp_path), "ansible_python_interpreter": sys.executable,
+        "iotuner_state_dir": str(tmp_path), "iotuner_replace": "false",
+        "ansible_python_interpreter": sys.executable,
     }.items()}  # fmt: skip
     assert command[-2:] == ["--check", "--diff"]
 

@@ -69,7 +69,8 @@ def test_status_shows_the_state(tmp_path: Path) -> None:
     assert "was [none], put back mq-deadline" in out and "loop8 added" in out
 
 
-def test_status_json_and_event_count(tmp_path: Path) -> None:
+def test_status_json_and_event_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("IOTUNER_STATE_DIR", str(tmp_path / "state"))
     path = tmp_path / "iotuner.sock"
     full = state()
     handler, seen = recording({"ok": True, "state": full})
@@ -78,7 +79,8 @@ def test_status_json_and_event_count(tmp_path: Path) -> None:
         none = run("--socket", str(path), "--events", "0")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.output)
-    assert doc == {"running": True, **full, "events": full["events"][-2:]}
+    # No apply journaled in this state directory: no plan in force (tests/apply/test_compose.py).
+    assert doc == {"running": True, **full, "events": full["events"][-2:], "plans_in_force": []}
     assert seen[0] == {"cmd": "status", "events": 2}
     assert none.exit_code == 0 and "recent events" not in none.output
 

@@ -113,7 +113,7 @@ def test_results_follow_the_host_they_were_measured_on() -> None:
     renamed = {"trials": [], "measured_on": {"hostname": "db1-old", "machine_id": "1" * 32}}
     other = {"trials": [], "measured_on": {"hostname": "db1", "machine_id": "2" * 32}}
     old = {"trials": []}
-    assert this_hosts("tune", mine, here, live=False) == (mine, None)
+    assert this_hosts("tune", mine, here, live=False) == (mine, "The saved result records no date.")
     assert this_hosts("tune", renamed, here, live=False)[0] == renamed  # same machine id
     hidden, note = this_hosts("tune", other, here, live=True)  # same name, another machine
     assert hidden is None and note is not None and "measured on db1" in note
@@ -133,3 +133,45 @@ def test_no_control_character_reaches_the_page(host_root: Path) -> None:
     found = re.findall("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", page)
     assert not found, sorted(set(found))
     assert "h\ufffd[2J" in page
+
+
+def test_lab_results_are_left_out_unless_asked_and_every_result_shown_is_dated() -> None:
+    """Issue 30: a tune of the lab's modelled disk was drawn as this host's own figure, with no
+    date. Left out (and said) by default; with include_lab, shown and labelled."""
+    from probes.identity import HostIdentity
+    from tuner.report.build import this_hosts
+
+    here = HostIdentity("db1", "1" * 32, "6.12.0")
+    on = {"hostname": "db1", "machine_id": "1" * 32}
+    made = {"saved_at": "2026-11-28T09:50:12+00:00", "command": "iotuner tune",
+            "devices": ["loop7"], "lab": True}  # fmt: skip
+    lab = {"trials": [], "measured_on": on, "origin": made}
+    hidden, why = this_hosts("tune", lab, here, live=True)
+    assert hidden is None
+    assert why == (
+        "The saved tune result was measured on the lab (2026-11-28 09:50:12 UTC by "
+        "`iotuner tune` on loop7 in the lab), not on this host's own devices: not shown "
+        "(`iotuner report --include-lab` shows it)."
+    )
+    shown, label = this_hosts("tune", lab, here, live=True, include_lab=True)
+    assert shown == lab and label is not None and "in the lab" in label
+    own = {**lab, "origin": {**made, "command": "iotuner sweep /dev/sdb", "devices": ["sdb"],
+                             "lab": False}}  # fmt: skip
+    assert this_hosts("sweep", own, here, live=True) == (
+        own,
+        "Measured 2026-11-28 09:50:12 UTC by `iotuner sweep /dev/sdb` on sdb.",
+    )
+
+
+def test_green_and_up_mean_better_never_only_changed() -> None:
+    from tuner.report.page import _before_after, better_or_worse
+
+    run = tune_run(tune_doc())
+    assert run is not None
+    table = _before_after(run)
+    # A changed setting is marked as changed; only the gain says better or worse.
+    assert 'class="changed"' in table and 'class="up"' not in table
+    assert better_or_worse(1.2, (1.1, 1.3)) == (' class="better"', "\u25b2 better: ")
+    assert better_or_worse(0.8, (0.7, 0.9)) == (' class="worse"', "\u25bc worse: ")
+    assert better_or_worse(1.05, (0.97, 1.12)) == ("", "")  # within the noise: neither
+    assert better_or_worse(None, None) == ("", "")

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import TunableError
-from tuner.tunables.sysroot import live_sysroot
+from tuner.tunables.sysroot import SysRoot, live_sysroot
 
 
 def parse(arg: str) -> tuple[str, str, str]:
@@ -24,9 +24,10 @@ def parse(arg: str) -> tuple[str, str, str]:
     return key, target, value
 
 
-def main(argv: Sequence[str]) -> int:
-    """Apply each setting; 0 when all were set, 1 otherwise (the rest are still tried)."""
-    tunables = Tunables(live_sysroot())
+def main(argv: Sequence[str], root: SysRoot | None = None) -> int:
+    """Apply each setting; 0 when all were set, 1 otherwise (the rest are still tried).
+    `root`: the host to write (the live one unless a test gives its fixture tree)."""
+    tunables = Tunables(live_sysroot() if root is None else root)
     failed = 0
     for arg in argv:
         try:

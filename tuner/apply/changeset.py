@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,9 @@ CREATE TABLE IF NOT EXISTS apply_values (
 """
 VALUE_COLUMNS_ADDED: dict[str, str] = {"diskseq": "INTEGER", "netns": "INTEGER"}
 """Columns of `apply_values` added since its first form: a journal without them gets them."""
+APPLY_COLUMNS_ADDED: dict[str, str] = {"own_plan": "TEXT", "members": "TEXT"}
+"""Columns of `applies` added for plans that compose (tuner/apply/compose.py): the plan file
+the set was given (`plan` is the union it applied) and the earlier sets it still holds (JSON)."""
 
 OWNER_COMMANDS = frozenset({"iotuner", "ansible-playbook"})
 
@@ -108,6 +112,7 @@ class SavedFile:
 def _ensure(journal: Journal) -> None:
     journal.db.executescript(_SCHEMA)
     journal.add_columns("apply_values", VALUE_COLUMNS_ADDED)
+    journal.add_columns("applies", APPLY_COLUMNS_ADDED)
 
 
 def find_owner() -> int:
@@ -146,9 +151,13 @@ def begin(
     plan_path: str,
     root: Path = Path("/"),
     owner_pid: int | None = None,
+    own_plan: str | None = None,
+    members: Sequence[int] = (),
 ) -> int:
     """Journal every managed file and live value as it is now, in one durable commit;
-    returns the change set's id. Nothing is written to the host."""
+    returns the change set's id. Nothing is written to the host. `plan_text` is what is
+    rendered (the union of the plans in force), `own_plan` the plan file given, `members` the
+    earlier change sets whose plans it still holds (tuner/apply/compose.py)."""
     _ensure(journal)
     pid = owner_pid if owner_pid is not None else find_owner()
     session = journal.session(root, pid=pid)
@@ -159,9 +168,10 @@ def begin(
     with journal.transaction():
         cursor = journal.db.execute(
             "INSERT INTO applies (session, plan, plan_path, host, source, workload, entries,"
-            " root, status, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
+            " root, status, created, own_plan, members)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?)",
             (session, plan_text, plan_path, plan.host, plan.source, plan.workload,
-             len(plan.entries), str(root), now()),
+             len(plan.entries), str(root), now(), own_plan, json.dumps(list(members))),
         )  # fmt: skip
         apply_id = int(cursor.lastrowid or 0)
         for seq, (saved, managed) in enumerate(zip(files, rendered.files, strict=True)):
@@ -220,9 +230,17 @@ def undo(journal: Journal, apply_id: int) -> list[str]:
     if rules_touched:
         reload_udev()
     with journal.transaction():
+        stamp = now()
         journal.db.execute(
             "UPDATE applies SET status = 'rolled-back', rolled_back_at = ? WHERE id = ?",
-            (now(), apply_id),
+            (stamp, apply_id),
+        )
+        # A later set that changed nothing stood on this one (its plans in force included
+        # this one's): it holds nothing once this is undone.
+        journal.db.execute(
+            "UPDATE applies SET status = 'rolled-back', rolled_back_at = ?"
+            " WHERE id > ? AND status = 'unchanged'",
+            (stamp, apply_id),
         )
     session = _session_of(journal, apply_id)
     if session is not None:

@@ -4,9 +4,9 @@ Pure: it reads the host below `root` and never writes. The Ansible role (playboo
 iotuner_apply) writes what this renders; `iotuner verify` checks it; the journal of applies
 (tuner/apply/changeset.py) saves what each managed file and value held before.
 
-A plan is the whole of what iotuner wants on a host, so every managed file is always listed:
-one this plan does not need has content None and is removed, and an older plan's rules for a
-disk the new plan leaves alone do not linger.
+What is rendered is the whole of what iotuner wants on a host (the union of the plans in
+force, tuner/apply/compose.py), so every managed file is always listed: one it does not need
+has content None and is removed. Each file's header names the plans it holds.
 
 Rendering is safe by construction: the plan is checked field by field first (tuner/plan.py
 check_plan: header fields and targets by pattern), every value by its tunable, identities are
@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 import sys
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,8 +86,10 @@ def render(
     plan_path: str = "plan",
     root: Path = Path("/"),
     conf_root: Path = Path("/"),
+    holds: Sequence[str] = (),
 ) -> Rendered:
     """Validate the whole plan against the host, then render its files and live values.
+    `holds`: one line per plan the files hold (tuner/apply/compose.py), for their headers.
 
     BadInput (exit 2) names the first bad entry: an unknown tunable, a target that is not
     here, a value the kernel would refuse, a device with no stable identity.
@@ -94,7 +97,7 @@ def render(
     check_plan(plan, plan_path)
     tunables = Tunables(root)
     order = sorted(range(len(plan.entries)), key=lambda i: apply_rank(plan.entries[i].key))
-    batch = {(e.key, _target(tunables, e.key, e.target)) for e in plan.entries}
+    batch = {(e.key, resolved_target(tunables, e.key, e.target)) for e in plan.entries}
     pending: dict[tuple[str, str], Value] = {}
     live: list[LiveSetting] = []
     identities: dict[str, Identity] = {}
@@ -107,7 +110,7 @@ def render(
 
         if entry.key not in TUNABLES:
             raise bad("unknown tunable (see `iotuner rules list` and docs/plan-format.md)")
-        target = _target(tunables, entry.key, entry.target)
+        target = resolved_target(tunables, entry.key, entry.target)
         namespace = namespace_of(target)
         if namespace is not None:
             raise bad(runtime_only(entry.key, namespace))
@@ -129,7 +132,7 @@ def render(
         live.append(
             LiveSetting(i, entry.key, target, value, expected, tunables.path(entry.key, target))
         )
-    files = _files(plan, live, identities, Path(conf_root))
+    files = _files(plan, live, identities, Path(conf_root), tuple(holds))
     return Rendered(plan, files, tuple(live), identities)
 
 
@@ -144,7 +147,8 @@ def runtime_only(key: str, namespace: str) -> str:
     )
 
 
-def _target(tunables: Tunables, key: str, target: str) -> str:
+def resolved_target(tunables: Tunables, key: str, target: str) -> str:
+    """The target as the tunable names it ("/dev/sda" -> "sda"); as given when it cannot."""
     try:
         return tunables.target(key, target)
     except TunableError:
@@ -156,12 +160,18 @@ def _why(message: str, key: str, target: str) -> str:
     return message.removeprefix(f"{key} on {target}: ")
 
 
-def _header(plan: Plan) -> str:
-    what = f"an iotuner {plan.source} plan for {plan.host} ({plan.created}"
-    what += f", workload {plan.workload})" if plan.workload else ")"
-    return f"{_comment(f'Written by iotuner apply from {what}.')}" + (
-        "# `iotuner rollback` puts back what was here.\n"
-    )
+def _header(plan: Plan, holds: tuple[str, ...]) -> str:
+    if holds:
+        # `iotuner status` lists the same plans; which plan set which line is in each plan.
+        count = f"{len(holds)} plan" + ("" if len(holds) == 1 else "s")
+        lines = [f"Written by iotuner apply for {plan.host}; it holds {count}:"]
+        lines += [f"  {line}" for line in holds]
+        text = "".join(_comment(line) for line in lines)
+    else:
+        what = f"an iotuner {plan.source} plan for {plan.host} ({plan.created}"
+        what += f", workload {plan.workload})" if plan.workload else ")"
+        text = _comment(f"Written by iotuner apply from {what}.")
+    return text + "# `iotuner rollback` puts back what was here.\n"
 
 
 def _comment(text: str) -> str:
@@ -188,12 +198,16 @@ def unit_argument(text: str) -> str:
 
 
 def _files(
-    plan: Plan, live: list[LiveSetting], identities: dict[str, Identity], conf_root: Path
+    plan: Plan,
+    live: list[LiveSetting],
+    identities: dict[str, Identity],
+    conf_root: Path,
+    holds: tuple[str, ...],
 ) -> tuple[ManagedFile, ...]:
     by_persist: dict[str, list[LiveSetting]] = defaultdict(list)
     for setting in live:
         by_persist[TUNABLES[setting.key].persist].append(setting)
-    header = _header(plan)
+    header = _header(plan, holds)
     rules = _udev_rules(by_persist["udev"], identities)
     sysctls = [
         f"{s.key} = {format_value(s.value)}\n"

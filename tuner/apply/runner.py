@@ -225,6 +225,7 @@ def apply_command(
     sys_root: Path = Path("/"),
     state: Path,
     playbook: str = PLAYBOOK,
+    replace_all: bool = False,
 ) -> list[str]:
     """The ansible-playbook command line that applies `plan` to this host; its variables go in
     a file in the state directory (`extra_vars_file`), never on the command line."""
@@ -233,6 +234,7 @@ def apply_command(
         "iotuner_conf_root": str(conf_root.resolve()),
         "iotuner_sys_root": str(sys_root.resolve()),
         "iotuner_state_dir": str(state),
+        "iotuner_replace": "true" if replace_all else "false",
         "ansible_python_interpreter": sys.executable,
     }
     for name, value in extra.items():
@@ -259,9 +261,11 @@ def run_apply(
     sys_root: Path = Path("/"),
     state: Path | None = None,
     timeout: float | None = None,
+    replace_all: bool = False,
 ) -> PlaybookRun:
     """Run the apply playbook on this host and read what it did (`sys_root`: a fixture tree
-    standing in for /sys and /proc, for tests)."""
+    standing in for /sys and /proc, for tests). The plan is added to the plans in force;
+    `replace_all`: it replaces them (tuner/apply/compose.py)."""
     # Checked (and created 0700) before anything is written in it: UntrustedState otherwise.
     where = state_dir(state_path() if state is None else state)
     try:
@@ -272,9 +276,8 @@ def run_apply(
             f"cannot use the state directory {where}: {err.strerror or err} "
             "(IOTUNER_STATE_DIR names another)"
         ) from None
-    command = apply_command(
-        plan, check=check, diff=diff, conf_root=conf_root, sys_root=sys_root, state=where
-    )
+    command = apply_command(plan, check=check, diff=diff, conf_root=conf_root,
+                            sys_root=sys_root, state=where, replace_all=replace_all)  # fmt: skip
     try:
         done = subprocess.run(
             command, capture_output=True, text=True, env=env, cwd=where / "ansible",

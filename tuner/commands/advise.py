@@ -13,6 +13,7 @@ import typer
 
 from probes.host_root import open_root
 from probes.hostfs import HostFS
+from tuner import completion
 from tuner.apply.identity import nameless_disks
 from tuner.arguments import number_value, path_value
 from tuner.codec import encode
@@ -23,7 +24,7 @@ from tuner.facts.target import FactOptions
 from tuner.outfile import check_output_path
 from tuner.plan import Plan, write_plan
 from tuner.rules.engine import Evaluation, evaluate
-from tuner.rules.installed import check_workload, load_rule_base
+from tuner.rules.installed import check_path_options, check_workload, load_rule_base
 from tuner.rules.to_plan import plan_from_findings
 from tuner.rules.view import (
     inconclusive,
@@ -53,7 +54,10 @@ def advise(
     ] = Path("/"),
     workload: Annotated[
         str,
-        typer.Option(help="The workload to advise for: see `iotuner rules list --markdown`."),
+        typer.Option(
+            help="The workload to advise for: see `iotuner workloads`.",
+            autocompletion=completion.workloads,
+        ),
     ] = DEFAULT_WORKLOAD,
     as_json: Annotated[bool, typer.Option("--json", help="Print findings as JSON.")] = False,
     explain: Annotated[
@@ -126,6 +130,9 @@ def advise(
         raise BadInput(f"--peer measures from this host; it cannot go with --root {root}")
     if match_by not in ("id", "name"):
         raise BadInput(f"--match-by {match_by}: use id or name")
+    # Before --peer measures anything: for this workload it would be measured for nothing.
+    path_flags = {"--link-gbps": link_gbps, "--rtt-ms": rtt_ms, "--peer": peer}
+    check_path_options(base, workload, [f for f, v in path_flags.items() if v is not None])
     if plan_out is not None:
         check_output_path(plan_out, "--plan-out")
     # Measured first: an unreachable peer fails before the probe's work.

@@ -26,6 +26,7 @@ from tuner.apply.lock import changes_lock
 from tuner.console import output_console
 from tuner.errors import BadInput, IotunerError
 from tuner.extras import require
+from tuner.recovery import journal_path
 from tuner.trials.faults import TrialFault
 
 if TYPE_CHECKING:
@@ -46,6 +47,13 @@ def apply(
         bool, typer.Option("--diff", help="Also show each change to a file or value.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    replace_all: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="Apply this plan alone: the plans in force are dropped, not kept beside it.",
+        ),
+    ] = False,
     conf_root: Annotated[
         Path,
         typer.Option(
@@ -88,6 +96,10 @@ def apply(
 ) -> None:
     """Apply a plan: udev rules, a sysctl.d file and a boot unit, and the live values at once.
 
+    Plans compose: what is in force is the union of the plans applied (a later entry for the
+    same key and target wins), and `iotuner status` lists them; --replace applies this one
+    alone.
+
     Everything is journaled first; a failed task puts the host back as it was, and
     `iotuner rollback` undoes a finished apply. With --measure the plan's workload runs before
     and after, and an apply that made it worse by more than the noise is rolled back.
@@ -107,14 +119,15 @@ def apply(
     if measure:
         # Its statistics are the search's (scipy): known missing before anything is applied.
         require("tune", "apply --measure")
-    parsed = _validate(plan, conf_root)
+    parsed = _validate(plan, conf_root, replace_all)
     if not check and os.geteuid() != 0:
         raise BadInput("apply writes /sys, /proc/sys and /etc: run it as root (or use --check)")
     from tuner.apply.outcome import outcome
     from tuner.apply.runner import run_apply
 
     def run_once() -> tuple[PlaybookRun, Outcome]:
-        run = run_apply(plan, check=check, diff=diff, conf_root=conf_root)
+        run = run_apply(plan, check=check, diff=diff, conf_root=conf_root,
+                        replace_all=replace_all)  # fmt: skip
         return run, outcome(run, check=check)
 
     with ExitStack() as held:
@@ -206,13 +219,15 @@ def _measured_line(m: dict[str, Any]) -> str:
     )
 
 
-def _validate(plan: Path, conf_root: Path) -> Plan:
-    """Read and render the plan in-process: BadInput names the entry, before Ansible runs."""
-    from tuner.apply.render import render
+def _validate(plan: Path, conf_root: Path, replace_all: bool) -> Plan:
+    """Read and render the plan in-process, with the plans in force unless `replace_all`:
+    BadInput names the entry, before Ansible runs."""
+    from tuner.apply.compose import render_composed
     from tuner.plan import read_plan
 
     parsed = read_plan(plan)
-    render(parsed, plan_path=str(plan), conf_root=conf_root.resolve())
+    render_composed(plan, database=journal_path(), conf_root=conf_root.resolve(),
+                    replace_all=replace_all)  # fmt: skip
     return parsed
 
 

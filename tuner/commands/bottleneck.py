@@ -73,7 +73,7 @@ def bottleneck(
         # Bottleneck only reads: nothing to restore; a curve with a hole in it is no result.
         raise fault.reported("bottleneck", "nothing changed, no result saved") from None
     doc = document(names, results, runtime, time.monotonic() - started)
-    save_result(RESULT_NAME, doc)
+    save_result(RESULT_NAME, doc, devices=names)
     if as_json:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return

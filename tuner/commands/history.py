@@ -23,14 +23,17 @@ if TYPE_CHECKING:
 def history(
     as_json: Annotated[bool, typer.Option("--json", help="Print the applies as JSON.")] = False,
 ) -> None:
-    """List every apply, newest first: when, its plan, each value it set (key, target, old and
-    new), the files it wrote, and whether it is in place.
+    """List the plans in force, then every apply, newest first: when, its plan, each value it
+    set (key, target, old and new), the files it wrote, and whether it is in place.
 
     Times are local. Exit codes: 0 listed (also when nothing was applied yet), 1 the state
     database cannot be read.
     """
+    from tuner.apply.compose import NOTHING, in_force_document, in_force_lines, read_in_force
+
     records = []
     values: dict[int, list[ValueChange]] = {}
+    in_force = NOTHING
     if journal_path().exists():
         from tuner.apply.applied import applied_values
         from tuner.apply.changeset import history as read_history
@@ -40,16 +43,18 @@ def history(
             with Journal(journal_path()) as journal:
                 records = read_history(journal)
                 values = {r.id: applied_values(journal, r.id) for r in records}
+            in_force = read_in_force(journal_path())
         except sqlite3.DatabaseError as err:
             raise IotunerError(
                 f"{journal_path()}: cannot read the state database ({err})"
             ) from None
     if as_json:
         doc = {
+            "plans_in_force": in_force_document(in_force),
             "applies": [
                 {**dataclasses.asdict(r), "values": [dataclasses.asdict(v) for v in values[r.id]]}
                 for r in records
-            ]
+            ],
         }
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return
@@ -60,6 +65,8 @@ def history(
 
     # A list, not a table: plan paths and written files print whole, however long.
     console = output_console()
+    for line in in_force_lines(in_force):
+        console.print(line, soft_wrap=True, highlight=False, markup=False)
     console.print(
         f"iotuner applies, newest first ({len(records)}); times are local; "
         "`iotuner rollback --to ID` undoes every apply after ID",

@@ -12,6 +12,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from tuner import completion
 from tuner.cli_help import Command, Group, examples
 from tuner.codec import encode
 from tuner.console import output_console, plain, plain_cells
@@ -37,7 +38,8 @@ def up(
     spec: Annotated[
         str,
         typer.Argument(
-            help=f"A built-in spec ({', '.join(builtin_spec_names())}) or a spec .yaml file."
+            help=f"A built-in spec ({', '.join(builtin_spec_names())}) or a spec .yaml file.",
+            autocompletion=completion.lab_specs,
         ),
     ],
     as_json: Annotated[bool, JSON_OPTION] = False,

@@ -33,20 +33,27 @@ def report(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print what the page holds as JSON.")
     ] = False,
+    include_lab: Annotated[
+        bool,
+        typer.Option(
+            "--include-lab", help="Also show results measured on the lab (a modelled disk)."
+        ),
+    ] = False,
 ) -> None:
     """Draw the topology (coloured by findings), the findings, and the saved results of
     bottleneck (scaling curves), sweep (heatmaps) and tune (convergence, before/after).
 
     Results are the last document each of those commands saved under the state directory
-    (results/*.json), with the host it was measured on: a report of another host (--root)
-    leaves them out and says so; a section without one says how to make it. Exit codes: 0 page
-    written, 2 bad input.
+    (results/*.json), with the host it was measured on, when, by which command and whether on
+    the lab: a report of another host (--root) leaves them out and says so, as it does results
+    measured on the lab unless --include-lab; each result shown is dated; a section without
+    one says how to make it. Exit codes: 0 page written, 2 bad input.
     """
     check_output_path(out, "--out")
     # matplotlib takes a second to import: only `report` pays for it.
     from tuner.report.build import write_report
 
-    inputs = write_report(root, workload, out)
+    inputs = write_report(root, workload, out, include_lab)
     summary = {
         "out": str(out),
         "host": inputs.host,

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from tuner import completion
 from tuner.cli_help import Command, Group, examples
 from tuner.codec import encode
 from tuner.console import output_console
@@ -57,7 +58,12 @@ def list_rules(
 
 @app.command(name="show", cls=Command, epilog=examples("show"))
 def show_rule(
-    rule_id: Annotated[str, typer.Argument(help="The rule's id (see `iotuner rules list`).")],
+    rule_id: Annotated[
+        str,
+        typer.Argument(
+            help="The rule's id (see `iotuner rules list`).", autocompletion=completion.rule_ids
+        ),
+    ],
     as_json: Annotated[bool, typer.Option("--json", help="Print the rule as JSON.")] = False,
 ) -> None:
     """One rule in full: condition, evidence, recommendation, sources with their quotes.

@@ -15,8 +15,10 @@ from rich.table import Table
 from rich.text import Text
 
 from probes.printable import printable
+from tuner.apply.compose import NOTHING, InForce, in_force_document, in_force_lines, read_in_force
 from tuner.console import output_console, plain
 from tuner.errors import IotunerError
+from tuner.recovery import journal_path
 
 
 def status(
@@ -38,7 +40,8 @@ def status(
         int, typer.Option("--events", help="How many recent events to show.", min=0)
     ] = 10,
 ) -> None:
-    """Show the daemon's state, the plan it holds, drift, the live workload and recent events.
+    """Show the plans in force (from the journal of applies), then the daemon's state, the
+    plan it holds, drift, the live workload and recent events.
 
     Exit codes: 0 the daemon answered; 1 no daemon answered on the socket (not running,
     a stale socket, not root, no answer in time: the line names the socket; with --json,
@@ -50,6 +53,11 @@ def status(
     from tuner.daemon.status_reply import BadState, checked_reply, checked_state
 
     path = socket_path if socket_path is not None else load_config(config).daemon.socket
+    in_force = _in_force()
+    if not as_json:
+        # From the journal, so it is shown also when no daemon runs.
+        for line in in_force_lines(in_force):
+            Console().print(line, highlight=False, markup=False, soft_wrap=True)
     try:
         reply = request(path, {"cmd": "status", "events": events})
         try:
@@ -64,15 +72,25 @@ def status(
             raise IotunerError(f"the daemon at {path} sent no state")
     except IotunerError as err:
         if as_json:  # a script asking for JSON gets JSON, also when no daemon answered
-            doc = {"running": False, "socket": str(path), "error": str(err)}
+            doc = {"running": False, "socket": str(path), "error": str(err),
+                   "plans_in_force": in_force_document(in_force)}  # fmt: skip
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         raise
     recent = state.get("events") or []
     state = {**state, "events": recent[-events:] if events else []}
     if as_json:
-        sys.stdout.write(json.dumps({"running": True, **state}, indent=2) + "\n")
+        doc = {"running": True, **state, "plans_in_force": in_force_document(in_force)}
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return
     show(state, output_console())
+
+
+def _in_force() -> InForce:
+    """The plans in force per the journal (read-only); none when it cannot be read."""
+    try:
+        return read_in_force(journal_path())
+    except IotunerError:
+        return NOTHING
 
 
 def show(state: dict[str, Any], console: Console) -> None:

@@ -91,7 +91,7 @@ def sweep(
         raise fault.reported("sweep", "nothing changed, no result saved") from None
     found = analyse(done)
     doc = sweep_document(done, found)
-    save_result("sweep", doc)
+    save_result("sweep", doc, devices=list(target.devices))
     if as_json:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:

@@ -20,10 +20,12 @@ def report_transfer(
     explanation: Explanation,
     document: dict[str, Any],
     as_json: bool,
+    *,
+    lab: bool,
 ) -> None:
     """Save the tune's document as the latest result, then print it as JSON, or the summary,
     the explanation in the paper's terms and the changes."""
-    save_result("tune", document)
+    save_result("tune", document, lab=lab)
     if as_json:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
         return

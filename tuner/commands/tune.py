@@ -16,6 +16,7 @@ from rich.console import Console
 
 from probes.host_root import live_host
 from probes.hostfs import digits
+from tuner import completion
 from tuner.errors import BadInput, IotunerError
 from tuner.lab.session import lab_session
 from tuner.outfile import check_output_path
@@ -73,13 +74,17 @@ IDLE_WAIT_S = 60.0
 def tune(
     target: Annotated[
         str | None,
-        typer.Option(help="A block device or a directory for a scratch file; default: the lab."),
+        typer.Option(
+            help="A block device or a directory for a scratch file; default: the lab.",
+            autocompletion=completion.devices,
+        ),
     ] = None,
     workload: Annotated[
         str | None,
         typer.Option(
             help=f"Workload profile to optimise; default {DEFAULT_WORKLOAD}, or "
-            f"{MAIN_JOB_WORKLOAD} on the main job (no --target)."
+            f"{MAIN_JOB_WORKLOAD} on the main job (no --target); `list` lists them.",
+            autocompletion=completion.workloads_or_list,
         ),
     ] = None,
     fio_job: Annotated[
@@ -107,7 +112,10 @@ def tune(
     ] = "auto",
     destroy_data: Annotated[
         str | None,
-        typer.Option(help="A device whose data may be destroyed: write trials go to it."),
+        typer.Option(
+            help="A device whose data may be destroyed: write trials go to it.",
+            autocompletion=completion.devices,
+        ),
     ] = None,
     runtime: Annotated[
         float, typer.Option(help="Seconds measured per search (screening) trial.", min=1)
@@ -189,6 +197,13 @@ def tune(
     devices busy before the baseline, or the --peer could not be reached or the transfer
     tune passed its time bound, 2 bad input (a malformed --peer among it).
     """
+    if workload == "list":
+        # As `iotuner workloads` (and `tuned-adm list`): nothing is tuned, no root needed.
+        from tuner.commands.workloads import workload_lines
+
+        for line in workload_lines(load_rule_base()):
+            typer.echo(line)
+        return
     began = time.monotonic()
     named = parse_peer(peer) if peer is not None else None
     if objective not in ("auto", *OBJECTIVES):
@@ -278,7 +293,8 @@ def tune(
         changes = {slot: v for slot, v in result.changes().items() if slot[1] != APP}
         write_plan(plan_from_tune(changes, result.baseline_settings, host,
                                   chosen.name, measured), plan_out)  # fmt: skip
-    save_result("tune", result_document(result))  # for `iotuner report`
+    save_result("tune", result_document(result), devices=list(trial_target.devices),
+                lab=main_job)  # fmt: skip  # for `iotuner report`
     if as_json:
         sys.stdout.write(json.dumps(result_document(result), indent=2) + "\n")
     else:

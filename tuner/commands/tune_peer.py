@@ -110,7 +110,7 @@ def tune_peer(
                         "windows_sized_for_mbit": rate, "how": how}  # fmt: skip
     if plan_out is not None:
         write_plan(_plan(result, document), plan_out)
-    report_transfer(console, result, explanation, document, as_json)
+    report_transfer(console, result, explanation, document, as_json, lab=False)
     if plan_out is not None and not as_json:
         console.print(f"plan written to {plan_out}", highlight=False, markup=False)
 

@@ -11,10 +11,11 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from tuner.apply.render import render
+from tuner.apply.compose import render_for_verify
 from tuner.console import output_console, plain
 from tuner.errors import BadInput
 from tuner.plan import read_plan
+from tuner.recovery import journal_path
 from tuner.verify.run import Outcome, Verification
 from tuner.verify.run import verify as run_verification
 
@@ -42,7 +43,8 @@ def verify(
     if keep is not None and keep.exists() and not keep.is_dir():
         raise BadInput(f"--keep {keep}: not a directory")
     loaded = read_plan(plan)
-    rendered = render(loaded, plan_path=str(plan), conf_root=conf_root)
+    rendered = render_for_verify(loaded, str(plan), database=journal_path(), root=Path("/"),
+                                 conf_root=conf_root)  # fmt: skip
     result = run_verification(rendered, title=f"plan {plan}", keep=keep)
     if as_json:
         sys.stdout.write(json.dumps(document(result, str(plan)), indent=2) + "\n")

@@ -37,7 +37,7 @@ th { background: #f9fafb; }
 .rule code { white-space: nowrap; }
 figure { margin: 1em 0; } figcaption { color: #374151; font-size: 0.9em; }
 img { max-width: 100%; height: auto; }
-.up { color: #15803d; } .down { color: #b91c1c; }
+.better { color: #15803d; } .worse { color: #b91c1c; } .changed { font-weight: bold; }
 """
 
 
@@ -228,7 +228,8 @@ def _before_after(run: TuneRun) -> str:
     rows = []
     for key in keys:
         before, after = run.baseline_settings.get(key), run.best_settings.get(key)
-        mark = ' class="up"' if before != after else ""
+        # A changed value is neither better nor worse by itself: marked as changed, not green.
+        mark = ' class="changed"' if before != after else ""
         rows.append(
             f"<tr><td><code>{escape(key)}</code></td><td>{_value(before)}</td>"
             f"<td{mark}>{_value(after)}</td></tr>"
@@ -238,6 +239,7 @@ def _before_after(run: TuneRun) -> str:
         gain = f"x{run.gain:.3f} ({run.gain - 1:+.1%})"
         if run.ci is not None:
             gain += f", 95% interval x{run.ci[0]:.3f} .. x{run.ci[1]:.3f}"
+    verdict_class, arrow = better_or_worse(run.gain, run.ci)
     verdict = "best recommended" if run.chosen else "baseline kept: no gain beyond the noise"
     if run.left_out:
         dropped = ", ".join(f"{escape(key)} {_value(v)}" for key, v in run.left_out.items())
@@ -247,9 +249,21 @@ def _before_after(run: TuneRun) -> str:
         f"<tr><td>throughput</td><td>{run.baseline_mbps:.1f} MB/s</td>"
         f"<td>{run.best_mbps:.1f} MB/s</td></tr>\n"
         + "\n".join(rows)
-        + f'\n<tr><td>gain</td><td colspan="2">{escape(gain or "?")}; {verdict}</td></tr>'
-        + "\n</table>"
+        + f'\n<tr><td>gain</td><td colspan="2"{verdict_class}>{arrow}{escape(gain or "?")}; '
+        f"{verdict}</td></tr>" + "\n</table>"
     )
+
+
+def better_or_worse(gain: float | None, ci: tuple[float, float] | None) -> tuple[str, str]:
+    """The gain cell's class and arrow: better (green, up) when the whole interval is above 1,
+    worse (red, down) when it is below; scores are higher-is-better in every objective (p99
+    latency as completions per second), so up always means better, never a number rising."""
+    low, high = ci if ci is not None else (gain, gain)
+    if low is not None and low > 1:
+        return ' class="better"', "\u25b2 better: "
+    if high is not None and high < 1:
+        return ' class="worse"', "\u25bc worse: "
+    return "", ""
 
 
 def _value(value: Any) -> str:

@@ -10,9 +10,8 @@ from ansible.module_utils.iotuner_guard import TunerImports
 IOTUNER = TunerImports()
 with IOTUNER:
     from tuner.apply import changeset
-    from tuner.apply.render import render
+    from tuner.apply.compose import render_composed, union_text
     from tuner.errors import BadInput
-    from tuner.plan import read_plan
     from tuner.state import state_dir
     from tuner.tunables.journal import Journal
 
@@ -45,6 +44,10 @@ options:
     description: Root of the C(/sys) and C(/proc) the values live in (begin).
     type: str
     default: /
+  replace:
+    description: The plan is applied alone, not added to the plans in force (begin).
+    type: bool
+    default: false
   state_dir:
     description: iotuner's state directory; empty for its default (C(IOTUNER_STATE_DIR) or
       C(/var/lib/iotuner)).
@@ -92,18 +95,23 @@ def begin(module, journal):
         module.fail_json(msg="state=begin needs plan")
     path = Path(params["plan"])
     try:
-        text = path.read_text()
-        plan = read_plan(path)
-        rendered = render(
-            plan,
-            plan_path=params["plan"],
+        composed, rendered, text = render_composed(
+            path,
+            database=journal.path,
             root=Path(params["root"]),
             conf_root=Path(params["conf_root"]),
+            replace_all=params["replace"],
         )
     except (OSError, BadInput) as err:
         module.fail_json(msg=str(err))
     apply_id = changeset.begin(
-        journal, rendered, plan_text=text, plan_path=str(path), root=Path(params["root"])
+        journal,
+        rendered,
+        plan_text=union_text(composed),
+        plan_path=str(path),
+        root=Path(params["root"]),
+        own_plan=text,
+        members=composed.kept,
     )
     module.exit_json(changed=False, state="begin", apply_id=apply_id)
 
@@ -122,6 +130,7 @@ def main():
             "root": {"type": "str", "default": "/"},
             "state_dir": {"type": "str"},
             "apply_id": {"type": "int"},
+            "replace": {"type": "bool", "default": False},
         },
         required_if=[
             ("state", "begin", ("plan",)),

@@ -10,9 +10,10 @@ from ansible.module_utils.iotuner_guard import TunerImports
 
 IOTUNER = TunerImports()
 with IOTUNER:
-    from tuner.apply.render import render, rendered_document
+    from tuner.apply.compose import render_composed
+    from tuner.apply.render import rendered_document
     from tuner.errors import BadInput
-    from tuner.plan import read_plan
+    from tuner.state import state_path
     from tuner.tunables.access import Tunables, as_value, format_value
     from tuner.tunables.base import TunableError
 
@@ -25,6 +26,8 @@ description:
   - Reads the plan file on the managed host, validates every entry against the host (unknown
     tunable, missing device, a value the kernel refuses, a device without a stable identity) and
     renders the managed files and live values the role applies. Never writes; runs in check mode.
+  - What is rendered is the union of the plans in force (read from the state database) and this
+    one, a later entry for the same key and target winning; C(replace) renders this plan alone.
   - Fails with one line naming the plan entry at fault.
 options:
   plan:
@@ -39,6 +42,14 @@ options:
     description: Root of the C(/sys) and C(/proc) the values are read from (C(/) live).
     type: str
     default: /
+  state_dir:
+    description: iotuner's state directory, where the plans in force are journaled; empty for
+      its default (C(IOTUNER_STATE_DIR) or C(/var/lib/iotuner)).
+    type: str
+  replace:
+    description: Apply this plan alone, dropping the plans in force, instead of adding to them.
+    type: bool
+    default: false
 author: iotuner developers
 """
 
@@ -73,6 +84,11 @@ document:
   description: The rendered plan (tuner.apply.render.rendered_document).
   returned: always
   type: dict
+holds:
+  description: One line per plan the managed files hold, the new one last.
+  returned: always
+  type: list
+  elements: str
 """
 
 
@@ -175,17 +191,20 @@ def main():
             "plan": {"type": "str", "required": True},
             "conf_root": {"type": "str", "default": "/"},
             "root": {"type": "str", "default": "/"},
+            "state_dir": {"type": "str"},
+            "replace": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
     params = module.params
+    database = Path(params["state_dir"] or state_path()) / "state.db"
     try:
-        plan = read_plan(Path(params["plan"]))
-        rendered = render(
-            plan,
-            plan_path=params["plan"],
+        composed, rendered, _ = render_composed(
+            Path(params["plan"]),
+            database=database,
             root=Path(params["root"]),
             conf_root=Path(params["conf_root"]),
+            replace_all=params["replace"],
         )
     except BadInput as err:
         module.fail_json(msg=str(err))
@@ -200,6 +219,7 @@ def main():
         dirs=dirs,
         pending=sum(1 for row in files + live if row["differs"]),
         document=rendered_document(rendered),
+        holds=list(composed.holds()),
     )
 
 
