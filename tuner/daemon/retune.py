@@ -222,7 +222,7 @@ class Retune:
         message = (
             f"re-tune for {job.workload} running on {cfg.target} after {job.idle_seen:.0f} s "
             f"idle: budget {cfg.budget}, {cfg.runtime:g} s trials, at most "
-            f"{cfg.max_seconds:g} s searching, {cfg.io_cap_mb} MB a trial"
+            f"{cfg.max_seconds:g} s in all, {cfg.io_cap_mb} MB a trial"
         )
         return [event("retune", message, workload=job.workload, state="running", step="tune",
                       pid=self._child.proc.pid)]  # fmt: skip
