@@ -160,7 +160,7 @@ def holds_under_load(draw: Draw, margin: float = WITHIN) -> list[str]:
 def run_disk(env: Environment, work: Workload, plan: Plan, tmp: Path, engine: Any) -> Draw:
     """Tune, grid, and the four settings interleaved on the draw's own lab."""
     draw = _draw(env, work)
-    with claims.lab(env.spec_text) as status:
+    with lab(env.spec_text) as status:
         dev = status["lab"]["disks"][0]["device"]
         mnt = status["lab"]["mountpoint"] or ""
         for name, size in work.files:
@@ -210,6 +210,24 @@ def run_disk(env: Environment, work: Workload, plan: Plan, tmp: Path, engine: An
             }
             _rounds(draw, {k: v for k, v in sides.items() if k in plan.sides}, plan.rounds)
     return draw
+
+
+@contextlib.contextmanager
+def lab(spec_text: str) -> Iterator[dict[str, Any]]:
+    """claims.lab, with `down` tried again: once, after a RAID set behind a bus had taken
+    fdatasync appends (seed 1), the first `down` left the lab broken and the next draw's `up`
+    was refused; a second `down` a moment later removed it."""
+    try:
+        with claims.lab(spec_text) as status:
+            yield status
+    finally:
+        for _ in range(5):
+            done = claims.iotuner("lab", "status", check=False)
+            if done.returncode == 0 and done.stdout.strip() == "no lab":
+                break
+            down = claims.iotuner("lab", "down", check=False)
+            claims.log(f"  lab down again: exit {down.returncode} {down.stderr.strip()[-200:]}")
+            time.sleep(2)
 
 
 def disk_grid(device: str, quick: bool) -> list[Settings]:

@@ -13,7 +13,15 @@ from hypothesis import strategies as st
 
 from tuner.errors import BadInput
 from tuner.lab import parse_spec
-from tuner.lab.generate import FAMILIES, RANGES, RPMS, STARTS, TCP_ERAS, draw_environment
+from tuner.lab.generate import (
+    FAMILIES,
+    FS_DISK_MIB,
+    RANGES,
+    RPMS,
+    STARTS,
+    TCP_ERAS,
+    draw_environment,
+)
 from tuner.lab.generate_jobs import FAMILIES as WORKLOADS
 from tuner.lab.generate_jobs import TRANSFER, draw_pair, draw_workload
 from tuner.lab.hdd import HddModel
@@ -36,6 +44,8 @@ def test_every_draw_is_a_spec_lab_up_takes(seed: int) -> None:
     (disk,) = spec.disks
     assert disk.start, "every disk draw begins from a drawn start"
     assert (disk.fs == "xfs") == (work.target == "mnt")
+    if disk.fs:  # room for a tune's 1 GiB scratch file beside xfs's own
+        assert disk.size_bytes >= FS_DISK_MIB << 20
     job = check_job(work.job_text("/dev/loop7", "/run/iotuner-lab/x/fs/d0"), "drawn.fio")
     assert job.options["rw"] in ("read", "randread", "randrw", "write")
 

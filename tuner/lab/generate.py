@@ -121,11 +121,20 @@ def draw_environment(seed: int, family: str | None = None) -> Environment:
                        rotational=rotational)  # fmt: skip
 
 
+FS_DISK_MIB = 1536
+"""The least disk under a file system: a tune's scratch file on it is up to 1 GiB, and xfs
+keeps some of the disk for itself (a 932 MiB RAID-5 set left 830 MiB free: refused)."""
+
+
 def with_fs(env: Environment, fs: str = "xfs") -> Environment:
-    """The same environment with a file system on its first disk (for writing workloads)."""
+    """The same environment with a file system on its first disk (for workloads on files),
+    the disk grown to FS_DISK_MIB if it was smaller."""
     if env.network:
         return env
     text = env.spec_text.replace("  - {name: d0, ", f"  - {{name: d0, fs: {fs}, ", 1)
+    head, tail = text.split(", size: ", 1)
+    size, rest = tail.split("MiB", 1)
+    text = f"{head}, size: {max(int(size), FS_DISK_MIB)}MiB{rest}"
     return Environment(env.seed, env.family, env.start, env.name, text, env.summary,
                        env.rotational, env.network)  # fmt: skip
 
@@ -200,10 +209,7 @@ def _array(rng: random.Random, start_kind: str) -> tuple[str, str]:
     outer = _uniform(rng, "array.set_mbps") / members
     member, what = _hdd(rng, member=True, outer=max(outer, RANGES["hdd.outer_mbps"][0] / 2))
     data = members - 1 if kind == "raid5" else members
-    size = _int(rng, "array.member_mib") * data
-    # Whole stripes: the set's size is members' bytes, so round to a full stripe.
-    stripe_mib = max(1, data * unit // 1024)
-    size = max(size // stripe_mib * stripe_mib, 256)
+    size = _int(rng, "array.member_mib") * data  # each member holds size / data (rounded up)
     start = _start(rng, start_kind, rotational=True)
     disk = (
         f"  - {{name: d0, size: {size}MiB, model: {{kind: {kind}, members: {members}, "
