@@ -93,6 +93,7 @@ class Draw:
     tune_s: float = 0.0
     seconds: float = 0.0
     cause: str | None = None
+    refused: str | None = None  # the tune recommended nothing (exit 1): the host as it was
 
     def mean(self, side: str) -> float | None:
         """Mean of a side's samples; None before it is measured."""
@@ -122,6 +123,8 @@ class Draw:
         gain, out = self.measured, []
         if gain is None:
             return ["not measured"]
+        if self.refused is not None:
+            out.append(f"tune refused: {self.refused}")
         if self.chosen and gain < NEVER_WORSE:
             out.append(f"worse: x{gain:.3f} of the defaults")
         if abs(gain / self.claimed - 1) > WITHIN:
@@ -324,8 +327,13 @@ def _tune(draw: Draw, args: list[str]) -> bool:
     started = time.monotonic()
     done = claims.iotuner(*args, check=False)
     draw.tune_s = time.monotonic() - started
+    last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+    if done.returncode == 1 and "nothing is recommended" in last:
+        # The host stays as it was: measure what that left against TuneD and the grid.
+        draw.refused = last.removeprefix("iotuner: ").split("; nothing is recommended")[0]
+        claims.log(f"  tune refused: {draw.refused}")
+        return True
     if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
         draw.cause = f"tune exit {done.returncode}: {last}"
         claims.log(f"  {draw.cause}")
         return False

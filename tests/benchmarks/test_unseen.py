@@ -35,6 +35,15 @@ def test_a_kept_draw_holds_and_a_worse_plan_fails_with_its_seed() -> None:
     assert "failing seeds: 7" in text
 
 
+def test_a_refused_tune_is_measured_and_fails_with_what_it_left() -> None:
+    refused = draw([10.0, 10.0], [10.0, 10.0], refused="trial 1: device moved 500% ...")
+    refused.samples["grid"] = [20.0, 20.0]
+    assert refused.failures() == [
+        "tune refused: trial 1: device moved 500% ...",
+        "x0.500 of the grid's best",
+    ]
+
+
 def test_one_bad_round_under_load_is_not_worse() -> None:
     """Under load one round can fall; never worse holds if any round reached 0.98."""
     noisy = draw([8.0, 10.2], [10.0, 10.0], chosen=True, claimed=1.02, ci=(0.99, 1.05))
