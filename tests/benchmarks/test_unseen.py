@@ -73,10 +73,11 @@ def test_a_hard_draw_holds_under_load(state: object, seed: int) -> None:
     """One drawn pair end to end (two a run): lab up, `iotuner tune` (budget 4), then the
     defaults and the plan interleaved under plain fio or iperf3, three rounds of 3 s runs,
     caches dropped. Asserts what a tolerance under load holds: never worse than the defaults
-    in every round, the claim's interval within 10 % of the rounds' gains. 1.5-4 minutes a
-    draw (its tune, about 2 minutes, and its lab; measured 09:17-09:26 UTC 2026-11-28 for
-    seeds 51 and 89 on the shared VM): the slowest tests here, for they alone judge the tune
-    on environments nobody chose."""
+    in every round, the claim's interval within 10 % of the rounds' gains. 3 minutes a
+    draw (181 and 193 s for seeds 51 and 89 on 2026-11-28, the shared VM; its tune about
+    2 minutes of it, whatever the budget): the slowest tests here, for they alone judge the
+    tune on environments nobody chose.
+    """
     print(f"unseen seed {seed}: {HARD.get(seed, '')}")
     plan = Plan(rounds=3, runtime_s=3.0, ramp_s=1.0, budget=4, quick=True,
                 sides=("defaults", "plan"))  # fmt: skip
