@@ -467,7 +467,7 @@ def run_draws(seeds: Sequence[int], plan: Plan, out: Path | None = None) -> list
                     draw = run_network(env, plan, engine)
                 else:
                     draw = run_disk(env, work, plan, Path(tmp), engine)
-            except (RuntimeError, subprocess.CalledProcessError, OSError) as err:
+            except Exception as err:  # one draw's failure is its row, not the end of the run
                 draw = _draw(env, None if env.network else work)
                 draw.cause = f"{type(err).__name__}: {str(err).strip()[-200:]}"
                 claims.log(f"  {draw.cause}")
