@@ -20,9 +20,10 @@ from tests.fuzz.common import FUZZ, corpus, note, refused_well, within
 from tests.yaml_bombs import alias_bomb
 from tuner.errors import BadInput
 from tuner.lab import hdd, load_spec, parse_spec, raid, ssd
+from tuner.lab.generate import draw_environment
 from tuner.lab.hdd import HddModel
 from tuner.lab.raid import RaidModel
-from tuner.lab.spec import SPECS_DIR
+from tuner.lab.spec import SPECS_DIR, START_BOUNDS, START_KEYS, START_SCHEDULERS
 
 BOUNDS = {"hdd": hdd.BOUNDS, "ssd": ssd.BOUNDS, "raid0": raid.BOUNDS, "raid5": raid.BOUNDS}
 
@@ -186,3 +187,46 @@ def test_a_generated_spec_is_read_soundly_or_refused_in_one_line(text: str) -> N
 @pytest.mark.parametrize("path", corpus("lab_specs"), ids=lambda p: p.name)
 def test_specs_that_once_failed(path: Path) -> None:
     spec_handled(path)
+
+
+# -- a disk's starting queue settings (issue 29's drawn labs) ------------------------------------
+
+_start_values = st.one_of(
+    st.sampled_from(list(START_SCHEDULERS)), _scalar, st.integers(-5, 70000),
+    st.sampled_from(["mq-deadline\n", "none ", "cfq", 4096.0, 2**63]),
+)  # fmt: skip
+
+
+@FUZZ
+@given(
+    start=st.one_of(
+        st.dictionaries(st.sampled_from([*START_KEYS, "rotational", "x"]), _start_values),
+        _scalar,
+    ),
+    drawn=st.integers(0, 2**32),
+)
+def test_a_generated_start_is_read_in_bounds_or_refused_in_one_line(
+    start: object, drawn: int
+) -> None:
+    """A disk's `start:` map on a throttled disk and on a drawn environment's disk."""
+    plain = {"name": "d0", "size": "1GiB", "read_mbps": 9, "write_mbps": 9, "iops": 9}
+    flow = yaml.safe_dump(start, default_flow_style=True, width=10**6).strip()
+    for text in (
+        yaml.safe_dump({"disks": [{**plain, "start": start}]}),
+        re.sub(r"start: \{[^}]*\}", lambda _: f"start: {flow}", draw_environment(drawn).spec_text),
+    ):
+        try:
+            with within():
+                spec = parse_spec(text, "x.yaml", default_name="x")
+        except BadInput as err:
+            assert refused_well(err).startswith("x.yaml: "), str(err)
+            note("refused")
+            continue
+        note("accepted")
+        for disk in spec.disks:
+            for key, value in disk.start:
+                if key == "scheduler":
+                    assert value in START_SCHEDULERS
+                else:
+                    low, high = START_BOUNDS[key]
+                    assert re.fullmatch(r"[0-9]+", value) and low <= int(value) <= high

@@ -166,6 +166,8 @@ class _Builder:
             else self.disk(d, mounts.get(d.bus or ""))
             for d in self.spec.disks
         )
+        for spec_disk, disk in zip(self.spec.disks, disks, strict=True):
+            self.start(spec_disk, disk.device)
         stripe = self.stripe(disks) if self.spec.stripe else None
         mountpoint = stripe or self.file_system(disks)
         cgroup = self.cgroup()
@@ -205,6 +207,15 @@ class _Builder:
             raise system.LabError(f"cannot reset {device}: {'; '.join(refused)}")
         self.record.finish(step)
         return device
+
+    def start(self, disk: DiskSpec, device: str) -> None:
+        """The spec's starting queue settings, over the reset (and a model's marks): a lab
+        that begins where a real host does. `down` puts back what the device had before."""
+        if not disk.start:
+            return
+        refused = write_queue(self.engine, device, dict(disk.start))
+        if refused:
+            raise system.LabError(f"cannot set {disk.name}'s start: {'; '.join(refused)}")
 
     def mount(self, source: str, target: Path, label: str, options: str | None = None) -> None:
         target.mkdir(mode=0o755, parents=True)

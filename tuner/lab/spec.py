@@ -29,6 +29,13 @@ MIN_MODEL_BYTES = 256 * MIB
 # a member's IOPS cap also caps its bandwidth at iops x 64 KiB (docs/design.md, "Things learned").
 BTRFS_PIECE_BYTES = 64 * 1024
 _NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")  # fullmatch: `$` would let a final newline in
+# A disk's starting queue settings (`start:`), written after the lab's own reset so a lab can
+# begin where a real host does (an old distribution's, a badly tuned one's). Bounds: what the
+# block layer itself takes; the tunables check each value again against the device when `up`
+# writes it (a scheduler the kernel lacks, nr_requests above the tag depth: exit 1, undone).
+START_SCHEDULERS = ("none", "mq-deadline", "bfq", "kyber")
+START_BOUNDS = {"read_ahead_kb": (0, 65536), "nr_requests": (4, 4096), "max_sectors_kb": (4, 32768)}
+START_KEYS = ("scheduler", *START_BOUNDS)
 MAX_MBPS = 1_000_000.0
 MAX_SPEC_BYTES = (
     1 << 20
@@ -64,6 +71,7 @@ class DiskSpec:
     size_bytes: int
     fs: str | None
     model: Model | None = None
+    start: tuple[tuple[str, str], ...] = ()  # (queue attribute, value): written after the reset
 
 
 @dataclass(frozen=True)
@@ -205,7 +213,7 @@ class _Checker:
 
     def disk(self, raw: object, index: int, seen: set[str], buses: set[str]) -> DiskSpec:
         where = f"disks[{index}]"
-        keys = ("name", "bus", "read_mbps", "write_mbps", "iops", "size", "fs", "model")
+        keys = ("name", "bus", "read_mbps", "write_mbps", "iops", "size", "fs", "model", "start")
         entry = self.mapping(raw, where, keys)
         name = self.name(entry, where, seen)
         where = f"{where} ({name})"
@@ -224,13 +232,37 @@ class _Checker:
             raise self.fail(where, f"fs must be one of {', '.join(FILE_SYSTEMS)}, got {fs!r}")
         if fs is not None and size < MIN_FS_BYTES[fs]:
             raise self.fail(where, f"{fs} needs at least {MIN_FS_BYTES[fs] // MIB} MiB")
+        start = self.start(entry.get("start", {}), where)
         if "model" in entry:
-            return self.modelled(entry, where, DiskSpec(name, bus, 0, 0, 0, size, fs))
+            return self.modelled(entry, where, DiskSpec(name, bus, 0, 0, 0, size, fs, None, start))
         iops = entry.get("iops")
         if isinstance(iops, bool) or not isinstance(iops, int) or iops <= 0:
             raise self.fail(where, f"iops must be a positive integer, got {iops!r}")
         read, write = self.rate(entry, "read_mbps", where), self.rate(entry, "write_mbps", where)
-        return DiskSpec(name, bus, read, write, iops, size, fs)
+        return DiskSpec(name, bus, read, write, iops, size, fs, None, start)
+
+    def start(self, raw: object, where: str) -> tuple[tuple[str, str], ...]:
+        """A disk's starting queue settings, in the order the lab writes them."""
+        entry = self.mapping(raw, f"{where}: start", START_KEYS)
+        found: dict[str, str] = {}
+        scheduler = entry.get("scheduler")
+        if scheduler is not None:
+            if not isinstance(scheduler, str) or scheduler not in START_SCHEDULERS:
+                known = ", ".join(START_SCHEDULERS)
+                raise self.fail(
+                    where, f"start: scheduler must be one of {known}, got {scheduler!r}"
+                )
+            found["scheduler"] = scheduler
+        for key, (low, high) in START_BOUNDS.items():
+            value = entry.get(key)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise self.fail(
+                    where, f"start: {key} must be an integer from {low} to {high}, got {value!r}"
+                )
+            found[key] = str(value)
+        return tuple(found.items())
 
     def modelled(self, entry: dict[str, Any], where: str, disk: DiskSpec) -> DiskSpec:
         """A disk whose timing is a model's: no ceilings; on a bus, its bytes cross the bus's
@@ -244,7 +276,9 @@ class _Checker:
             raise self.fail(where, f"a modelled disk needs at least {MIN_MODEL_BYTES // MIB} MiB")
         model = parse_model(entry["model"], disk.size_bytes, lambda why: self.fail(where, why))
         rate = nominal_mbps(model)
-        return DiskSpec(disk.name, disk.bus, rate, rate, 0, disk.size_bytes, disk.fs, model)
+        return DiskSpec(
+            disk.name, disk.bus, rate, rate, 0, disk.size_bytes, disk.fs, model, disk.start
+        )
 
     def stripe(
         self, value: object, disks: tuple[DiskSpec, ...], network: NetworkSpec | None

@@ -1,0 +1,86 @@
+"""The unseen benchmark: what a draw's row counts as holding, and its CI slice, two drawn
+pairs per run from tests/fixtures/unseen_seeds.py measured end to end."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from benchmarks.unseen import Draw, Plan, holds_under_load, run_draws, summary, table
+from tests.fixtures.unseen_seeds import HARD, KNOWN_FAILING
+
+
+def draw(plan: list[float], defaults: list[float], **kw: object) -> Draw:
+    made = Draw(7, "hdd", "kernel", "random-readers", "x", **kw)  # type: ignore[arg-type]
+    made.samples.update(plan=plan, defaults=defaults, tuned=[10.0], grid=[10.0])
+    return made
+
+
+def test_a_kept_draw_holds_and_a_worse_plan_fails_with_its_seed() -> None:
+    kept = draw([10.0, 10.1], [10.0, 9.9])
+    worse = draw([9.0, 9.1], [10.0, 10.0], chosen=True, claimed=1.2, ci=(1.1, 1.3))
+    assert kept.failures() == [] and holds_under_load(kept) == []
+    assert worse.failures()[0].startswith("worse: x0.905")
+    assert "claim x1.200, measured x0.905" in worse.failures()
+    assert holds_under_load(worse) == [
+        "worse in every round: x0.900, x0.910",
+        "claim 1.100-1.300 outside the rounds' 0.900-0.910 by more than 10%",
+    ]
+    lines = table([kept, worse]).splitlines()
+    assert lines[2].endswith("| yes |") and "**NO**: worse: x0.905" in lines[3]
+    text = summary([kept, worse])
+    assert "never below 0.98 x the defaults: 1 of 2" in text
+    assert "failing seeds: 7" in text
+
+
+def test_a_refused_tune_is_measured_and_fails_with_what_it_left() -> None:
+    refused = draw([10.0, 10.0], [10.0, 10.0], refused="trial 1: device moved 500% ...")
+    refused.samples["grid"] = [20.0, 20.0]
+    assert refused.failures() == [
+        "tune refused: trial 1: device moved 500% ...",
+        "x0.500 of the grid's best",
+    ]
+
+
+def test_one_bad_round_under_load_is_not_worse() -> None:
+    """Under load one round can fall; never worse holds if any round reached 0.98."""
+    noisy = draw([8.0, 10.2], [10.0, 10.0], chosen=True, claimed=1.02, ci=(0.99, 1.05))
+    assert holds_under_load(noisy) == []
+
+
+def todays_seeds() -> list[object]:
+    """Two of the hard seeds, a different pair each day (IOTUNER_UNSEEN_SEEDS overrides); a
+    seed known to fail is expected to (strict: once it holds, it must leave KNOWN_FAILING)."""
+    if os.environ.get("IOTUNER_UNSEEN_SEEDS"):
+        seeds = [int(s) for s in os.environ["IOTUNER_UNSEEN_SEEDS"].split(",")]
+    else:
+        ordered = sorted(HARD)
+        day = int(time.time() // 86400)
+        seeds = [ordered[(2 * day) % len(ordered)], ordered[(2 * day + 1) % len(ordered)]]
+    return [
+        pytest.param(seed, marks=pytest.mark.xfail(strict=True, reason=KNOWN_FAILING[seed]))
+        if seed in KNOWN_FAILING
+        else seed
+        for seed in seeds
+    ]
+
+
+@pytest.mark.lab
+@pytest.mark.parametrize("seed", todays_seeds())
+def test_a_hard_draw_holds_under_load(state: object, seed: int) -> None:
+    """One drawn pair end to end (two a run): lab up, `iotuner tune` (budget 4), then the
+    defaults and the plan interleaved under plain fio or iperf3, three rounds of 3 s runs,
+    caches dropped. Asserts what a tolerance under load holds: never worse than the defaults
+    in every round, the claim's interval within 10 % of the rounds' gains. 3 minutes a
+    draw (181 and 193 s for seeds 51 and 89 on 2026-11-28, the shared VM; its tune about
+    2 minutes of it, whatever the budget): the slowest tests here, for they alone judge the
+    tune on environments nobody chose.
+    """
+    print(f"unseen seed {seed}: {HARD.get(seed, '')}")
+    plan = Plan(rounds=3, runtime_s=3.0, ramp_s=1.0, budget=4, quick=True,
+                sides=("defaults", "plan"))  # fmt: skip
+    (drawn,) = run_draws([seed], plan)
+    print(table([drawn]))
+    assert holds_under_load(drawn) == [], f"replay: python -m benchmarks.unseen --seeds {seed}"
