@@ -7,8 +7,9 @@ Three defences (DESIGN.md, "Measurements people can trust"):
 2. the data set is larger than the trial can read, so no page is read twice (`data_set_bytes`,
    `wrapped`);
 3. after the trial: the bytes the device moved in fio's measurement window (diskstats.py) are
-   compared with fio's; when they disagree by more than TOLERANCE, the trial is flagged
-   (`compare`, and `compare_below` for a page cache under a loop device).
+   compared with fio's; when they disagree by more than TOLERANCE (beyond the readahead a
+   sequential reader still holds in flight), the trial is flagged (`compare`, and
+   `compare_below` for a page cache under a loop device).
 
 Production may serve some reads from its own page cache: a trial run with a cache the size
 production leaves (tuner/trials/dataset.py, memcap.py) may serve that share from memory too,
@@ -112,7 +113,12 @@ def wrapped(read_bytes: int, readahead: int, region: int) -> Flag | None:
 
 
 def compare(
-    fio: Counters, device: Counters, *, cached_share: float = 0.0, sequential: bool = True
+    fio: Counters,
+    device: Counters,
+    *,
+    cached_share: float = 0.0,
+    sequential: bool = True,
+    ahead_bytes: int = 0,
 ) -> Flag | None:
     """Why the device's bytes in fio's measurement window disagree with fio's, or None.
 
@@ -121,8 +127,13 @@ def compare(
     device bytes than that, less TOLERANCE, is a page-cache hit beyond what production gets.
     A sequential reader whose device read far more than fio consumed is flagged too; a random
     reader's extra bytes are its real cost (readahead it does not use), reported as
-    amplification, not a flag. Writes only count when the device wrote too little (left in
-    the page cache): writeback of what the ramp wrote lands in the window too.
+    amplification, not a flag. `ahead_bytes` is what a sequential reader's streams may hold
+    read ahead of their positions when the window closes (steady.in_flight_bytes): read in
+    the window and consumed after it, not waste, so only device bytes beyond fio's plus that
+    (and TOLERANCE) are flagged; a larger window that keeps more in flight is not penalised
+    for it, whatever its size against a short window. Writes only count when the device
+    wrote too little (left in the page cache): writeback of what the ramp wrote lands in the
+    window too.
     """
     if fio.read_bytes > 0:
         ratio = device.read_bytes / fio.read_bytes
@@ -130,10 +141,12 @@ def compare(
         if cached_share < 1 and ratio < floor:
             allowed = f" (the trial's cache may serve {cached_share:.0%})" if cached_share else ""
             return Flag(PAGE_CACHE, f"device moved {ratio:.0%} of fio's bytes: page cache{allowed}")
-        if sequential and ratio > 1 + TOLERANCE:
+        beyond = device.read_bytes - fio.read_bytes - max(ahead_bytes, 0)
+        if sequential and ratio > 1 + TOLERANCE and beyond > TOLERANCE * fio.read_bytes:
+            held = f", {human_bytes(ahead_bytes)} of it still ahead" if ahead_bytes else ""
             return Flag(
                 READAHEAD,
-                f"device moved {ratio:.0%} of fio's bytes: readahead beyond what fio read",
+                f"device moved {ratio:.0%} of fio's bytes{held}: readahead beyond what fio read",
             )
     if fio.write_bytes > 0:
         ratio = device.write_bytes / fio.write_bytes
