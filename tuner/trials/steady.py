@@ -168,7 +168,8 @@ def unsettled(length: TrialLength, measured_s: float) -> Flag:
     """The flag of a trial that reached its ceiling without settling, with the figures."""
     return Flag(
         NOT_STEADY,
-        f"not at steady state: throughput still changing by more than {SLOPE_PCT:g} %/s "
+        f"not at steady state: throughput still trending (over {SLOPE_PCT:g} %/s, beyond its "
+        "scatter) "
         f"after {measured_s:.1f} s (floor {length.floor_s:.1f} s: {length.why}; ceiling "
         f"{length.ceiling_s:.1f} s)",
     )
