@@ -69,6 +69,13 @@ class TrialLength:
         if not 0 < self.floor_s <= self.ceiling_s:
             raise ValueError(f"trial length {self.floor_s}-{self.ceiling_s} s")
 
+    def describe(self) -> str:
+        """One line: "3.0-8.0 s after a 1.0 s ramp (floor: --runtime 3 s)"."""
+        return (
+            f"{self.floor_s:.1f}-{self.ceiling_s:.1f} s after a {self.ramp_s:.1f} s ramp "
+            f"(floor: {self.why})"
+        )
+
 
 def floor_s(streams: int, readahead: int, rate_bytes_s: float) -> float:
     """The seconds in which every one of `streams` buffered sequential readers consumes

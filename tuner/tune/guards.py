@@ -6,9 +6,10 @@ sample); what the optimiser is told depends on why:
 
 - the figures are memory's, or an artefact of readahead racing ahead (page cache, a cache
   below a loop device, caches not dropped, writes left in memory, readahead beyond what a
-  sequential reader consumed and the windows it still holds in flight): told the worst honest value measured so far, so the model
-  learns the region is no better than that and searches elsewhere, instead of chasing the
-  largest figures of the tune (which is how a x432 "gain" from a cached mmap reader won);
+  sequential reader consumed and the windows it still holds in flight): told the worst
+  honest value measured so far, so the model learns the region is no better than that and
+  searches elsewhere, instead of chasing the largest figures of the tune (which is how a
+  x432 "gain" from a cached mmap reader won);
 - the point could not be measured as set up (a data set read through too early, a page cache
   that had not settled within the longest ramp, a window whose throughput was still changing
   at the trial's ceiling, fio killed for memory in the trial's cgroup):

@@ -196,6 +196,9 @@ class Search:
             had={**done.had, **{slot: v for slot, v in point.items() if slot[1] == APP}},
             told=(guards.policy(result.flags) or "-") if phase in ("initial", "search") else "-",
             set_aside=bool(guards.disqualifying(result.flags)),
+            measured_s=result.measured_s,
+            settled=result.settled,
+            length=None if result.length is None else result.length.describe(),
         )
         self.records.append(record)
         self.on_trial(record)
