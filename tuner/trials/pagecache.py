@@ -38,6 +38,7 @@ from tuner.trials.flags import (
 from tuner.units import human_bytes
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+VMSTAT = Path("/proc/vmstat")
 
 # How far the device's bytes may stray from fio's before a trial is flagged. Sampling puts the
 # window's edges a few tens of milliseconds off, and readahead reads up to one window past the
@@ -66,6 +67,19 @@ def prepare(buffered: bool, sync_path: str | None = None) -> Flag | None:
         DROP_CACHES.write_text("3\n")
     except OSError:
         return Flag(CACHES_KEPT, "page cache not dropped (needs root): reads may come from memory")
+    return None
+
+
+def drops(vmstat: Path = VMSTAT) -> int | None:
+    """How many times the page cache has been dropped since boot (`drop_pagecache`), None
+    where the kernel does not say."""
+    try:
+        for line in vmstat.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == "drop_pagecache":
+                return int(value)
+    except (OSError, ValueError):
+        return None
     return None
 
 
@@ -119,6 +133,7 @@ def compare(
     cached_share: float = 0.0,
     sequential: bool = True,
     ahead_bytes: int = 0,
+    dropped: bool = False,
 ) -> Flag | None:
     """Why the device's bytes in fio's measurement window disagree with fio's, or None.
 
@@ -131,9 +146,12 @@ def compare(
     read ahead of their positions when the window closes (steady.in_flight_bytes): read in
     the window and consumed after it, not waste, so only device bytes beyond fio's plus that
     (and TOLERANCE) are flagged; a larger window that keeps more in flight is not penalised
-    for it, whatever its size against a short window. Writes only count when the device
-    wrote too little (left in the page cache): writeback of what the ramp wrote lands in the
-    window too.
+    for it, whatever its size against a short window. `dropped`: someone dropped the page
+    cache during the window (another job's drop_caches, counted in /proc/vmstat), evicting
+    readahead before it was read, so the device re-read it: no readahead flag then (the
+    re-reads only slowed the trial, a pessimistic figure, never a false gain). Writes only
+    count when the device wrote too little (left in the page cache): writeback of what the
+    ramp wrote lands in the window too.
     """
     if fio.read_bytes > 0:
         ratio = device.read_bytes / fio.read_bytes
@@ -142,7 +160,8 @@ def compare(
             allowed = f" (the trial's cache may serve {cached_share:.0%})" if cached_share else ""
             return Flag(PAGE_CACHE, f"device moved {ratio:.0%} of fio's bytes: page cache{allowed}")
         beyond = device.read_bytes - fio.read_bytes - max(ahead_bytes, 0)
-        if sequential and ratio > 1 + TOLERANCE and beyond > TOLERANCE * fio.read_bytes:
+        waste = beyond > TOLERANCE * fio.read_bytes and not dropped
+        if sequential and ratio > 1 + TOLERANCE and waste:
             held = f", {human_bytes(ahead_bytes)} of it still ahead" if ahead_bytes else ""
             return Flag(
                 READAHEAD,

@@ -190,12 +190,14 @@ def run_trial(
                 text = job_text(job, ramp_s=ramp_s, title=workload.name, io_size=io_size,
                                 runtime_s=length.ceiling_s if steady else runtime_s,
                                 keep_cache=settle_bytes is not None, **placement)  # fmt: skip
+                dropped_before = pagecache.drops()
                 with Sampler((*target.devices, *lower)) as sampler:
                     doc = run_fio(text, timeout_s=3 * (length.ceiling_s + ramp_s) + 120,
                                   preexec=cap.joiner() if cap is not None else None,
                                   what=target.path, devices=target.devices,
                                   may_write=writes(options))  # fmt: skip
                 fio = parse_result(doc)
+                dropped = dropped_before is not None and pagecache.drops() != dropped_before
                 start, end = measured_window(doc, fio.runtime_s, sampler, ramp_s)
                 moved = sampler.between(start, end, target.devices)
                 if settle_bytes is None:
@@ -220,7 +222,7 @@ def run_trial(
     settled = attained(doc) if steady else None
     in_flight = in_flight_bytes(streams, ahead)
     found = [
-        _against_fio(options, fio, moved, region, full_runtime, cached_share, in_flight),
+        _against_fio(options, fio, moved, region, full_runtime, cached_share, in_flight, dropped),
         pagecache.compare_below(moved, sampler.between(start, end, lower), *below)
         if below is not None
         else None,
@@ -482,9 +484,11 @@ def _against_fio(
     runtime_s: float,
     cached_share: float,
     ahead_bytes: int = 0,
+    dropped: bool = False,
 ) -> Flag | None:
     """The device's bytes in fio's window against fio's (pagecache.compare); `ahead_bytes`:
-    what the streams may still hold read ahead (steady.in_flight_bytes)."""
+    what the streams may still hold read ahead (steady.in_flight_bytes); `dropped`: someone
+    dropped the page cache while fio ran."""
     if file_count(options) > 1 and fio.runtime_s < runtime_s / 2:
         # One pass over the files (no time_based there) ended early, maybe within the ramp,
         # where fio's figures mix ramp and runtime: nothing to compare them with.
@@ -503,6 +507,7 @@ def _against_fio(
         cached_share=cached_share,
         sequential=not is_random(options),
         ahead_bytes=ahead_bytes,
+        dropped=dropped,
     )
 
 
