@@ -45,6 +45,7 @@ from tuner.trials.placement import check_placement
 from tuner.trials.safety import exclusive_writes
 from tuner.trials.settle import MAX_SETTLE_S, MIN_SETTLE_S, needed_ramp, unsettled
 from tuner.trials.steady import (
+    MAX_CEILING_S,
     TrialLength,
     attained,
     floor_s,
@@ -268,8 +269,10 @@ def _physics_floor(
     if window_s <= 0 or readahead <= 0:
         return None
     needed = floor_s(streams, readahead, moved.read_bytes / window_s)
-    # Some slack: the rate of a rerun differs by a few percent.
-    if needed <= 1.1 * length.floor_s:
+    # Some slack: the rate of a rerun differs by a few percent. Beyond the longest window a
+    # trial may have, no rerun: the first is judged as it ran (a 54 MiB window on six streams
+    # at 4 MB/s would need a minute; the readahead guard judges what it read).
+    if needed <= 1.1 * length.floor_s or needed > max(length.ceiling_s, MAX_CEILING_S):
         return None
     return trial_length(length.floor_s, length.ramp_s, streams=streams, readahead=readahead,
                         rate_bytes_s=moved.read_bytes / window_s,
