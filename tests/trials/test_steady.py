@@ -68,6 +68,11 @@ def test_fios_json_says_whether_the_window_settled() -> None:
     assert attained({"jobs": [{"steadystate": flat}]}) is True
     assert attained({"jobs": [{"steadystate": ramp}]}) is False
     assert attained({"jobs": [{"read": {}}]}) is None
+    # Still trending, but its last 4 s averaged within 5 % of the window's figure: the figure
+    # is the steady part's. A ramp from 60 to 80 over a window that averaged 65 is not.
+    late = {"attained": 0, "data": {"bw": [60, 66, 73, 80], "bw_mean": 69.75}}
+    assert attained({"jobs": [{"steadystate": late, "read": {"bw_bytes": 68}}]}) is True
+    assert attained({"jobs": [{"steadystate": late, "read": {"bw_bytes": 60}}]}) is False
 
 
 def test_an_unsettled_trial_is_never_told_and_says_why() -> None:

@@ -13,7 +13,8 @@ So a trial's window is:
   SLOPE_PCT of its mean per second), or by the ceiling, whichever comes first;
 - flagged `unsettled` when it reached the ceiling with its throughput still trending
   (`settled`): fio's last SS_DUR_S per-second samples have a slope over SLOPE_PCT and more
-  than NOISE_T standard errors from flat, so the trend is not the samples' own scatter (six
+  than NOISE_T standard errors from flat, so the trend is not the samples' own scatter, and
+  their mean is more than FIGURE_WITHIN from the window's figure (six
   streams with 4 MiB windows on the modelled disk scatter by 5-10 % from second to second, and
   fio's slope test alone then ran every trial to its ceiling and called it unsettled). Its
   figures are a transient and never win (tuner/tune/guards.py).
@@ -49,6 +50,11 @@ a cache turning over, which doubles a reader's rate within seconds)."""
 NOISE_T = 3.0
 """A slope within this many of its standard errors of zero is the samples' scatter, not a
 trend (t with two degrees of freedom: 3 standard errors is about a 10 % false alarm)."""
+FIGURE_WITHIN = 0.05
+"""A window still trending at its ceiling is steady enough when its last SS_DUR_S averaged
+within this of the whole window's figure: the figure reported is then the steady part's
+(a memory-backed loop device's per-second rate follows the other jobs' CPU load on a shared
+VM, a trend that is not the trial's)."""
 CEILING_FACTOR = 2.0
 """A trial may run this many times its floor before it is called unsettled."""
 MAX_CEILING_S = 30.0
@@ -134,7 +140,8 @@ def ss_options(length: TrialLength) -> dict[str, Any]:
 def attained(doc: Mapping[str, Any]) -> bool | None:
     """Whether the trial ended at steady state: fio's test passed (its JSON
     `steadystate.attained`, on the group's job), or its last samples (`steadystate.data.bw`)
-    trend by no more than their scatter (`within_noise`); None when fio ran without one."""
+    trend by no more than their scatter (`within_noise`), or their mean (`bw_mean`, bytes/s)
+    is within FIGURE_WITHIN of the job's whole-window figure; None when fio ran without one."""
     jobs = doc.get("jobs")
     if not isinstance(jobs, list):
         return None
@@ -144,12 +151,32 @@ def attained(doc: Mapping[str, Any]) -> bool | None:
         if not isinstance(block, Mapping) or "attained" not in block:
             continue
         data = block.get("data")
-        samples = data.get("bw") if isinstance(data, Mapping) else None
-        steady = bool(block["attained"]) or (
-            isinstance(samples, list) and within_noise([float(x) for x in samples])
+        data = data if isinstance(data, Mapping) else {}
+        samples = data.get("bw")
+        steady = (
+            bool(block["attained"])
+            or (isinstance(samples, list) and within_noise([float(x) for x in samples]))
+            or _close(data.get("bw_mean"), _job_bw(job))
         )
         seen = steady and seen is not False
     return seen
+
+
+def _job_bw(job: Mapping[str, Any]) -> float:
+    """The job's bytes/s over its whole window, reads and writes."""
+    total = 0.0
+    for direction in ("read", "write"):
+        stats = job.get(direction)
+        if isinstance(stats, Mapping):
+            total += float(stats.get("bw_bytes", 0) or 0)
+    return total
+
+
+def _close(last: object, whole: float) -> bool:
+    """True when `last` (the steady-state window's mean) is within FIGURE_WITHIN of `whole`."""
+    if not isinstance(last, int | float) or whole <= 0:
+        return False
+    return abs(float(last) - whole) <= FIGURE_WITHIN * whole
 
 
 def within_noise(samples: Sequence[float]) -> bool:
