@@ -95,6 +95,7 @@ SSD = (SPECS / "ssd.yaml").read_text()
 RAID5 = (SPECS / "raid5.yaml").read_text()
 RAID0_BUS = (SPECS / "raid0-one-bus.yaml").read_text()
 RAID0_WIDE = (SPECS / "raid0-wide.yaml").read_text()
+HDD5400 = (SPECS / "hdd-5400.yaml").read_text()
 """The modelled devices of the tune benchmark's --modelled rows (benchmarks/modelled_rows.py)."""
 
 
@@ -175,6 +176,24 @@ ROWS = (
         "size=512m\noffset_increment=512m\nfilename={dev}\n",
         "dev",
         cache_memory=64 * MiB,
+    ),
+    # Issue 28: more buffered streams on one disk, and a second disk model, where a fixed
+    # 3 s trial set large readahead windows aside as waste. Each stream reads its own slice
+    # of the 2 GiB; production keeps 64 MiB of cache, as in the main job's row.
+    *(
+        ClaimRow(
+            name,
+            spec,
+            f"[{name}]\nrw=read\nbs=64k\nioengine=psync\ndirect=0\nnumjobs={jobs}\n"
+            f"size={2048 // jobs}m\noffset_increment={2048 // jobs}m\nfilename={{dev}}\n",
+            "dev",
+            cache_memory=64 * MiB,
+        )
+        for name, spec, jobs in (
+            ("hdd-streams-6", HDD, 6),
+            ("hdd-streams-12", HDD, 12),
+            ("hdd5400-streams-3", HDD5400, 3),
+        )
     ),
     # The tune benchmark's rows on modelled devices (benchmarks/modelled_rows.py), each as
     # the user's own job: where tune keeps the defaults, the plan is empty and the row checks

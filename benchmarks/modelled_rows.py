@@ -106,6 +106,15 @@ MMAP_READERS = {"ioengine": "mmap", "direct": 0, "iodepth": 1, "numjobs": 2, "fa
 with no fadvise hint: the kernel's own readaround decides what each fault reads."""
 
 
+STREAM_GRID: Mapping[str, tuple[Value, ...] | str] = {
+    "block.read_ahead_kb": (128, 1024, 4096, 8192, 16384),
+    "block.scheduler": ("mq-deadline", "bfq"),
+}
+"""The grid of the issue-28 stream rows: the window, which decides how much each seek between
+streams brings, and whether bfq lets a stream keep the head; 16 MiB windows are in (trials
+run to steady state now)."""
+
+
 ROWS: tuple[ModelledRow, ...] = (
     ModelledRow(
         name="hdd-streams",
@@ -123,6 +132,36 @@ ROWS: tuple[ModelledRow, ...] = (
         "(slice_idle 8 or 16 ms) whether a stream keeps the head; mq-deadline's "
         "parameters at their defaults. 16 MiB windows are left out: a 3 s trial reads "
         "less than they fetch (flagged, docs/benchmarks.md)",
+    ),
+    ModelledRow(
+        name="hdd-streams-6",
+        lab="hdd",
+        profile="concurrent-streams",
+        fio={"numjobs": 6},
+        grid=STREAM_GRID,
+        why="six buffered readers on one disk (issue 28): windows of 4-16 MiB keep 48-192 MiB "
+        "in flight, more than a fixed 3 s window consumed, and were set aside as readahead "
+        "beyond what fio read; the trials now run to steady state",
+    ),
+    ModelledRow(
+        name="hdd-streams-12",
+        lab="hdd",
+        profile="concurrent-streams",
+        fio={"numjobs": 12},
+        grid=STREAM_GRID,
+        why="twelve buffered readers on one disk: each seek between streams costs more the "
+        "smaller the window, and 4 windows a stream at 16 MiB is 768 MiB, the physics floor "
+        "that lengthens these trials",
+    ),
+    ModelledRow(
+        name="hdd5400-streams-3",
+        lab="hdd-5400",
+        profile="concurrent-streams",
+        fio={"numjobs": 3},
+        grid=STREAM_GRID,
+        why="three buffered readers on the second disk model (5400 rpm, 24 zones, 8 MiB "
+        "cache): slower media and longer seeks than `hdd`, so the window that pays for a "
+        "seek is not the same",
     ),
     ModelledRow(
         name="hdd-random-32",

@@ -31,6 +31,16 @@ def test_the_builtin_hdd() -> None:
     assert memory_needed(spec) == 2 * GIB  # its data file, filled only as it is written
 
 
+def test_the_second_builtin_hdd_differs_in_rpm_zones_and_cache() -> None:
+    (disk,) = load_spec("hdd-5400").disks
+    model = disk.model
+    assert isinstance(model, HddModel)
+    assert (model.rpm, model.zones, model.cache_kib) == (5400, 24, 8192)
+    assert (disk.read_mbps, disk.size_bytes) == (120, 2 * GIB)
+    # The comment's figure: 52.4 random 4 KiB reads a second at depth 1.
+    assert 1 / random_read_s(model, disk.size_bytes, 4096) == pytest.approx(52.4, abs=0.1)
+
+
 def test_a_model_with_only_its_kind_takes_the_defaults() -> None:
     spec = parse_spec("disks: [{name: d0, size: 1GiB, fs: xfs, model: {kind: hdd}}]", "x.yaml", "x")
     assert spec.disks[0].model == HddModel()

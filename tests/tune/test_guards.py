@@ -163,3 +163,34 @@ def test_trials_start_from_the_ramp_the_baseline_needed_to_settle(tree: SysTree)
     session = tune(tree, settling, budget=2)
     session.run(dict(CURRENT), [])
     assert session.ramp_s == 9.5
+
+
+def test_an_unsettled_point_never_wins_and_the_document_says_how_long_trials_ran(
+    tree: SysTree,
+) -> None:
+    """Above TRAP_KB the trials reach their ceiling with the throughput still climbing (ten
+    times the peak, a transient): never told, never recommended; every trial's length, window
+    and whether it settled are in --json."""
+    from tuner.trials.steady import trial_length, unsettled
+    from tuner.tune.result import result_document
+
+    length = trial_length(3.0, 1.0)
+    trap = unsettled(length, length.ceiling_s)
+    run = landscape(4, trap=trap)
+
+    def timed(point: Point) -> PointTrial:
+        done = run(point)
+        settled = not done.result.flags
+        measured = 4.2 if settled else length.ceiling_s
+        result = dataclasses.replace(done.result, measured_s=measured, settled=settled,
+                                     length=length)  # fmt: skip
+        return PointTrial(result, done.had)
+
+    result = tune(tree, timed, budget=8).run(dict(CURRENT), [{RA: 32768}])
+    assert int(result.best_settings[RA]) <= TRAP_KB
+    trapped = [t for t in result.trials if int(t.settings[RA]) > TRAP_KB]
+    assert trapped and all(t.set_aside and t.settled is False for t in trapped)
+    doc = result_document(result)
+    first = doc["trials"][0]
+    assert (first["measured_s"], first["settled"]) == (4.2, True)
+    assert first["length"] == "3.0-8.0 s after a 1.0 s ramp (floor: --runtime 3 s)"

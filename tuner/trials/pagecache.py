@@ -7,8 +7,9 @@ Three defences (DESIGN.md, "Measurements people can trust"):
 2. the data set is larger than the trial can read, so no page is read twice (`data_set_bytes`,
    `wrapped`);
 3. after the trial: the bytes the device moved in fio's measurement window (diskstats.py) are
-   compared with fio's; when they disagree by more than TOLERANCE, the trial is flagged
-   (`compare`, and `compare_below` for a page cache under a loop device).
+   compared with fio's; when they disagree by more than TOLERANCE (beyond the readahead a
+   sequential reader still holds in flight), the trial is flagged (`compare`, and
+   `compare_below` for a page cache under a loop device).
 
 Production may serve some reads from its own page cache: a trial run with a cache the size
 production leaves (tuner/trials/dataset.py, memcap.py) may serve that share from memory too,
@@ -37,6 +38,7 @@ from tuner.trials.flags import (
 from tuner.units import human_bytes
 
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+VMSTAT = Path("/proc/vmstat")
 
 # How far the device's bytes may stray from fio's before a trial is flagged. Sampling puts the
 # window's edges a few tens of milliseconds off, and readahead reads up to one window past the
@@ -65,6 +67,19 @@ def prepare(buffered: bool, sync_path: str | None = None) -> Flag | None:
         DROP_CACHES.write_text("3\n")
     except OSError:
         return Flag(CACHES_KEPT, "page cache not dropped (needs root): reads may come from memory")
+    return None
+
+
+def drops(vmstat: Path = VMSTAT) -> int | None:
+    """How many times the page cache has been dropped since boot (`drop_pagecache`), None
+    where the kernel does not say."""
+    try:
+        for line in vmstat.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == "drop_pagecache":
+                return int(value)
+    except (OSError, ValueError):
+        return None
     return None
 
 
@@ -112,7 +127,13 @@ def wrapped(read_bytes: int, readahead: int, region: int) -> Flag | None:
 
 
 def compare(
-    fio: Counters, device: Counters, *, cached_share: float = 0.0, sequential: bool = True
+    fio: Counters,
+    device: Counters,
+    *,
+    cached_share: float = 0.0,
+    sequential: bool = True,
+    ahead_bytes: int = 0,
+    dropped: bool = False,
 ) -> Flag | None:
     """Why the device's bytes in fio's measurement window disagree with fio's, or None.
 
@@ -121,8 +142,16 @@ def compare(
     device bytes than that, less TOLERANCE, is a page-cache hit beyond what production gets.
     A sequential reader whose device read far more than fio consumed is flagged too; a random
     reader's extra bytes are its real cost (readahead it does not use), reported as
-    amplification, not a flag. Writes only count when the device wrote too little (left in
-    the page cache): writeback of what the ramp wrote lands in the window too.
+    amplification, not a flag. `ahead_bytes` is what a sequential reader's streams may hold
+    read ahead of their positions when the window closes (steady.in_flight_bytes): read in
+    the window and consumed after it, not waste, so only device bytes beyond fio's plus that
+    (and TOLERANCE) are flagged; a larger window that keeps more in flight is not penalised
+    for it, whatever its size against a short window. `dropped`: someone dropped the page
+    cache during the window (another job's drop_caches, counted in /proc/vmstat), evicting
+    readahead before it was read, so the device re-read it: no readahead flag then (the
+    re-reads only slowed the trial, a pessimistic figure, never a false gain). Writes only
+    count when the device wrote too little (left in the page cache): writeback of what the
+    ramp wrote lands in the window too.
     """
     if fio.read_bytes > 0:
         ratio = device.read_bytes / fio.read_bytes
@@ -130,10 +159,13 @@ def compare(
         if cached_share < 1 and ratio < floor:
             allowed = f" (the trial's cache may serve {cached_share:.0%})" if cached_share else ""
             return Flag(PAGE_CACHE, f"device moved {ratio:.0%} of fio's bytes: page cache{allowed}")
-        if sequential and ratio > 1 + TOLERANCE:
+        beyond = device.read_bytes - fio.read_bytes - max(ahead_bytes, 0)
+        waste = beyond > TOLERANCE * fio.read_bytes and not dropped
+        if sequential and ratio > 1 + TOLERANCE and waste:
+            held = f", {human_bytes(ahead_bytes)} of it still ahead" if ahead_bytes else ""
             return Flag(
                 READAHEAD,
-                f"device moved {ratio:.0%} of fio's bytes: readahead beyond what fio read",
+                f"device moved {ratio:.0%} of fio's bytes{held}: readahead beyond what fio read",
             )
     if fio.write_bytes > 0:
         ratio = device.write_bytes / fio.write_bytes

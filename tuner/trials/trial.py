@@ -44,6 +44,16 @@ from tuner.trials.memcap import FIO_OVERHEAD_BYTES, CacheHold, MemoryCap, memory
 from tuner.trials.placement import check_placement
 from tuner.trials.safety import exclusive_writes
 from tuner.trials.settle import MAX_SETTLE_S, MIN_SETTLE_S, needed_ramp, unsettled
+from tuner.trials.steady import (
+    MAX_CEILING_S,
+    TrialLength,
+    attained,
+    floor_s,
+    in_flight_bytes,
+    ss_options,
+    trial_length,
+)
+from tuner.trials.steady import unsettled as not_steady
 from tuner.trials.targets import TrialTarget
 from tuner.units import human_bytes
 
@@ -59,7 +69,10 @@ class TrialResult:
     (tuner/trials/flags.py), empty when they are; cache_limit_bytes: the page cache the trial
     could use (its memory cgroup's share of its data set), None when unlimited;
     cache_peak_bytes: the most page cache that cgroup held; ramp_s: the ramp the window
-    followed (a capped random reader's is lengthened until its cache settles: settle.py).
+    followed (a capped random reader's is lengthened until its cache settles: settle.py);
+    measured_s: fio's window (its runtime after the ramp); settled: whether fio's
+    steady-state test ended it (None: the trial ran without one, as a buffered writer's single
+    pass or an --io-cap trial); length: the floor and ceiling it was given, and why (steady.py).
     """
 
     mbps: float
@@ -72,6 +85,9 @@ class TrialResult:
     cache_limit_bytes: int | None = None
     cache_peak_bytes: int | None = None
     ramp_s: float = 0.0
+    measured_s: float = 0.0
+    settled: bool | None = None
+    length: TrialLength | None = None
 
     @property
     def flagged(self) -> str | None:
@@ -105,6 +121,7 @@ def run_trial(
     drop_caches: bool = True,
     io_cap_bytes: int | None = None,
     cache: CacheModel | None = None,
+    ceiling_s: float | None = None,
 ) -> TrialResult:
     """Run `workload` (with `app` overriding its application parameters) on `target`.
 
@@ -116,11 +133,21 @@ def run_trial(
     cache; a buffered reader whose data set production cannot cache whole runs in a memory
     cgroup holding the same share of the trial's data (dataset.py, memcap.py); a point the
     kernel kills fio for in that cgroup comes back set aside (flagged out-of-memory), no figures.
+
+    `runtime_s` and `ramp_s` are floors: a time-based trial runs until fio's steady-state test
+    passes, at least as long as every buffered sequential stream needs to consume several
+    readahead windows at the device's rate (steady.py; a first run that measured the rate
+    short of that runs again with the floor it says), at most `ceiling_s` (default: a few
+    times the floor); one that reached the ceiling unsettled is flagged.
     """
     started = time.monotonic()
     options = trial_options(workload.fio, app)
     placement, region = _placement(target, workload, options)
-    timeout = 3 * (runtime_s + ramp_s) + 120  # end_fsync may flush gigabytes of dirty pages
+    topology = live_storage(live_host())
+    streams, ahead = numjobs(options), _sequential_readahead(options, target, topology)
+    length = trial_length(runtime_s, ramp_s, streams=streams, readahead=ahead,
+                          ceiling_s=ceiling_s)  # fmt: skip
+    timeout = 3 * (length.ceiling_s + ramp_s) + 120  # end_fsync may flush gigabytes of dirty pages
     if file_count(options) > 1:
         # fio lays out a multi-file data set by writing it; do that before the caches drop.
         layout = job_text(options, runtime_s=0, ramp_s=0, create_only=True, **placement)
@@ -128,7 +155,6 @@ def run_trial(
                 may_write=True)  # fmt: skip
     buffered = is_buffered(options)
     limit, cached_share = _cache_share(cache, options, region)
-    topology = live_storage(live_host())
     below = cached_below(target.devices, topology)
     lower = (below[1],) if below is not None else ()
     with os_faults(target.path, target.devices):
@@ -140,6 +166,10 @@ def run_trial(
     # (settle.py).
     settle_bytes = limit if limit is not None and is_random(options) else None
     device_writes = target.path if writes(options) and not target.is_scratch else None
+    # fio's steady-state test needs a time-based job: not a buffered writer's single pass, an
+    # --io-cap trial, one over many files, nor a capped random reader (its own settling).
+    steady = ("filename" in placement and io_size is None and settle_bytes is None
+              and not (writes(options) and buffered))  # fmt: skip
     try:
         with ExitStack() as stack:
             cap, hold = None, None
@@ -157,18 +187,26 @@ def run_trial(
             stack.enter_context(exclusive_writes(device_writes))
             not_settled = None
             for again in (False, True):
-                text = job_text(options, runtime_s=runtime_s, ramp_s=ramp_s, title=workload.name,
-                                io_size=io_size, keep_cache=settle_bytes is not None,
-                                **placement)  # fmt: skip
+                job = {**options, **ss_options(length)} if steady else options
+                text = job_text(job, ramp_s=ramp_s, title=workload.name, io_size=io_size,
+                                runtime_s=length.ceiling_s if steady else runtime_s,
+                                keep_cache=settle_bytes is not None, **placement)  # fmt: skip
+                dropped_before = pagecache.drops()
                 with Sampler((*target.devices, *lower)) as sampler:
-                    doc = run_fio(text, timeout_s=3 * (runtime_s + ramp_s) + 120, what=target.path,
+                    doc = run_fio(text, timeout_s=3 * (length.ceiling_s + ramp_s) + 120,
                                   preexec=cap.joiner() if cap is not None else None,
-                                  devices=target.devices, may_write=writes(options))  # fmt: skip
+                                  what=target.path, devices=target.devices,
+                                  may_write=writes(options))  # fmt: skip
                 fio = parse_result(doc)
+                dropped = dropped_before is not None and pagecache.drops() != dropped_before
                 start, end = measured_window(doc, fio.runtime_s, sampler, ramp_s)
                 moved = sampler.between(start, end, target.devices)
                 if settle_bytes is None:
-                    break
+                    longer_length = _physics_floor(length, streams, ahead, moved, end - start)
+                    if not steady or again or longer_length is None:
+                        break
+                    length = longer_length
+                    continue
                 ramp_read = sampler.between(sampler.times[0], start, target.devices).read_bytes
                 longer = needed_ramp(settle_bytes, ramp_read, start - sampler.times[0],
                                      moved.read_bytes, end - start, fio.read_bytes)  # fmt: skip
@@ -182,8 +220,10 @@ def run_trial(
                            cache_limit_bytes=limit, ramp_s=ramp_s)  # fmt: skip
     # A capped trial may end before its runtime by design: not a data set read through.
     full_runtime = runtime_s if io_size is None else 0.0
+    settled = attained(doc) if steady else None
+    in_flight = in_flight_bytes(streams, ahead)
     found = [
-        _against_fio(options, fio, moved, region, full_runtime, cached_share),
+        _against_fio(options, fio, moved, region, full_runtime, cached_share, in_flight, dropped),
         pagecache.compare_below(moved, sampler.between(start, end, lower), *below)
         if below is not None
         else None,
@@ -193,6 +233,7 @@ def run_trial(
         not_dropped,
         _cut_short(fio.runtime_s, runtime_s) if io_size is not None else None,
         not_settled,
+        not_steady(length, fio.runtime_s) if settled is False else None,
     ]
     return TrialResult(
         mbps=fio.mbps,
@@ -205,7 +246,37 @@ def run_trial(
         cache_limit_bytes=limit,
         cache_peak_bytes=hold.peak if hold is not None else None,
         ramp_s=ramp_s,
+        measured_s=fio.runtime_s,
+        settled=settled,
+        length=length,
     )
+
+
+def _sequential_readahead(options: dict[str, Any], target: TrialTarget, topology: Topology) -> int:
+    """The readahead window (bytes) of a buffered sequential reader's target, 0 for other
+    workloads (their trial length does not depend on it)."""
+    if not (is_buffered(options) and reads(options)) or is_random(options):
+        return 0
+    return readahead_bytes(live_host(), target.devices, topology, _path_for_bdi(target))
+
+
+def _physics_floor(
+    length: TrialLength, streams: int, readahead: int, moved: Counters, window_s: float
+) -> TrialLength | None:
+    """The longer length a trial needs when, at the device rate it measured, its streams did
+    not consume steady.WINDOWS readahead windows each within the floor it ran with; None
+    when they did (or the workload reads no readahead)."""
+    if window_s <= 0 or readahead <= 0:
+        return None
+    needed = floor_s(streams, readahead, moved.read_bytes / window_s)
+    # Some slack: the rate of a rerun differs by a few percent. Beyond the longest window a
+    # trial may have, no rerun: the first is judged as it ran (a 54 MiB window on six streams
+    # at 4 MB/s would need a minute; the readahead guard judges what it read).
+    if needed <= 1.1 * length.floor_s or needed > max(length.ceiling_s, MAX_CEILING_S):
+        return None
+    return trial_length(length.floor_s, length.ramp_s, streams=streams, readahead=readahead,
+                        rate_bytes_s=moved.read_bytes / window_s,
+                        ceiling_s=max(length.ceiling_s, needed))  # fmt: skip
 
 
 def _warm_up(
@@ -415,8 +486,12 @@ def _against_fio(
     region: int,
     runtime_s: float,
     cached_share: float,
+    ahead_bytes: int = 0,
+    dropped: bool = False,
 ) -> Flag | None:
-    """The device's bytes in fio's window against fio's (pagecache.compare)."""
+    """The device's bytes in fio's window against fio's (pagecache.compare); `ahead_bytes`:
+    what the streams may still hold read ahead (steady.in_flight_bytes); `dropped`: someone
+    dropped the page cache while fio ran."""
     if file_count(options) > 1 and fio.runtime_s < runtime_s / 2:
         # One pass over the files (no time_based there) ended early, maybe within the ramp,
         # where fio's figures mix ramp and runtime: nothing to compare them with.
@@ -434,6 +509,8 @@ def _against_fio(
         moved,
         cached_share=cached_share,
         sequential=not is_random(options),
+        ahead_bytes=ahead_bytes,
+        dropped=dropped,
     )
 
 

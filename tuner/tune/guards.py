@@ -6,11 +6,13 @@ sample); what the optimiser is told depends on why:
 
 - the figures are memory's, or an artefact of readahead racing ahead (page cache, a cache
   below a loop device, caches not dropped, writes left in memory, readahead beyond what a
-  sequential reader consumed): told the worst honest value measured so far, so the model
-  learns the region is no better than that and searches elsewhere, instead of chasing the
-  largest figures of the tune (which is how a x432 "gain" from a cached mmap reader won);
+  sequential reader consumed and the windows it still holds in flight): told the worst
+  honest value measured so far, so the model learns the region is no better than that and
+  searches elsewhere, instead of chasing the largest figures of the tune (which is how a
+  x432 "gain" from a cached mmap reader won);
 - the point could not be measured as set up (a data set read through too early, a page cache
-  that had not settled within the longest ramp, fio killed for memory in the trial's cgroup):
+  that had not settled within the longest ramp, a window whose throughput was still changing
+  at the trial's ceiling, fio killed for memory in the trial's cgroup):
   told nothing; the optimiser never asks the same point again.
 
 One flag only informs: a trial the I/O cap (`--io-cap`) ended early reports fio's bytes over
@@ -30,6 +32,7 @@ from tuner.trials.flags import (
     CACHES_KEPT,
     CUT_SHORT,
     DATA_SET,
+    NOT_STEADY,
     OUT_OF_MEMORY,
     PAGE_CACHE,
     READAHEAD,
@@ -53,6 +56,7 @@ POLICY = {
     READAHEAD: PENALISE,
     DATA_SET: SKIP,
     UNSETTLED: SKIP,
+    NOT_STEADY: SKIP,
     OUT_OF_MEMORY: SKIP,
     CUT_SHORT: KEEP,
 }
@@ -68,6 +72,7 @@ HINTS = {
     CUT_SHORT: "raise --io-cap or shorten --runtime",
     UNSETTLED: "raise --ramp until the workload has read its page cache's size before each "
     "window, or give a larger --cache-memory share",
+    NOT_STEADY: "give trials more time (--time), or check what else uses the device",
     OUT_OF_MEMORY: "give the page cache production really leaves (--cache-memory): the trial's "
     "memory cgroup holds that share of the data set plus fio's own memory, and no more",
 }

@@ -21,7 +21,9 @@ class TrialRecord:
     `flags`: why its figures may not be the device's; `set_aside`: they are not (it can
     never be the recommendation); `told`: what the search was told of a set-aside trial
     (tuner/tune/guards.py), "-" for an honest one or outside the search. `amplification`: the
-    device's bytes per byte fio moved.
+    device's bytes per byte fio moved. `measured_s`: the trial's window; `settled`: whether it
+    ended at steady state (None: a trial without the test); `length`: its floor and ceiling
+    and why (tuner/trials/steady.py), None when not a disk trial.
     """
 
     number: int
@@ -37,6 +39,9 @@ class TrialRecord:
     told: str = "-"
     set_aside: bool = False
     length_s: float = 0.0  # planned: ramp and measured part; `seconds` is what it took
+    measured_s: float = 0.0
+    settled: bool | None = None
+    length: str | None = None
 
     @property
     def flagged(self) -> str | None:
@@ -210,6 +215,9 @@ def result_document(result: TuneResult) -> dict[str, Any]:
                 "amplification": _rounded(t.amplification, 3),
                 "seconds": round(t.seconds, 2),
                 "length_s": round(t.length_s, 2),
+                "measured_s": round(t.measured_s, 2),
+                "settled": t.settled,
+                "length": t.length,
                 "flagged": t.flagged,
                 "flags": [flag.kind for flag in t.flags],
                 "told": t.told,

@@ -257,6 +257,9 @@ class Search:
             told=(guards.policy(result.flags) or "-") if phase in ("initial", "search") else "-",
             set_aside=bool(guards.disqualifying(result.flags)),
             length_s=length.seconds,
+            measured_s=result.measured_s,
+            settled=result.settled,
+            length=None if result.length is None else result.length.describe(),
         )
         self.records.append(record)
         self.on_trial(record)
