@@ -39,7 +39,18 @@ def test_runtime_is_a_floor_raised_by_the_windows_every_stream_must_consume() ->
 
 def test_the_ceiling_is_never_below_the_floor_nor_fios_window() -> None:
     assert trial_length(10.0, 1.0, ceiling_s=2.0).ceiling_s == 10.0
-    assert trial_length(1.0, 0.0, ceiling_s=1.0).ceiling_s == SS_DUR_S
+    assert trial_length(3.0, 0.0, ceiling_s=1.0).ceiling_s == SS_DUR_S
+
+
+def test_a_runtime_too_short_to_judge_is_a_quick_look_run_as_given() -> None:
+    """--runtime 1 (the tests' quick trials): twice it cannot hold fio's 4 s window, so the
+    trial runs 1 s unjudged rather than 4-8 s; 2 s and the default 3 s are judged."""
+    quick = trial_length(1.0, 0.0)
+    assert (quick.floor_s, quick.ceiling_s, quick.judged) == (1.0, 1.0, False)
+    assert "quick look" in quick.why
+    assert trial_length(2.0, 0.0).judged and trial_length(3.0, 1.0).judged
+    # A floor the physics raises is judged, whatever --runtime asked.
+    assert trial_length(1.0, 0.0, streams=6, readahead=4 * MiB, rate_bytes_s=50e6).judged
 
 
 def test_fio_judges_the_window_once_the_floor_has_passed() -> None:

@@ -70,6 +70,8 @@ class TrialLength:
     floor_s: float
     ceiling_s: float
     why: str
+    judged: bool = True
+    """Whether fio's steady-state test ends the window (False: a quick look, run as given)."""
 
     def __post_init__(self) -> None:
         if not 0 < self.floor_s <= self.ceiling_s:
@@ -111,8 +113,14 @@ def trial_length(
     --ramp) are floors, raised for buffered sequential readers (`streams`, each with
     `readahead` bytes of window; 0 for others) to what `rate_bytes_s` needs to consume
     WINDOWS windows each; the ceiling is `ceiling_s` (from --time) when given, else
-    CEILING_FACTOR times the floor within MAX_CEILING_S, never below the floor."""
+    CEILING_FACTOR times the floor within MAX_CEILING_S, never below the floor. A runtime
+    whose ceiling could not hold fio's SS_DUR_S window is a quick look: run as given, unjudged."""
     physics = floor_s(streams, readahead, rate_bytes_s)
+    if physics <= runtime_s and CEILING_FACTOR * runtime_s < SS_DUR_S:
+        # Asked for a window too short to hold fio's steady-state test (SS_DUR_S of samples)
+        # even at its ceiling: a quick look (--runtime 1, the tests' choice), run as given.
+        why = f"--runtime {runtime_s:g} s: a quick look, too short to judge steady state"
+        return TrialLength(ramp_s, runtime_s, runtime_s, why, judged=False)
     floor = max(runtime_s, physics)
     if physics > runtime_s:
         why = (

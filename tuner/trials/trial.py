@@ -169,7 +169,7 @@ def run_trial(
     # fio's steady-state test needs a time-based job: not a buffered writer's single pass, an
     # --io-cap trial, one over many files, nor a capped random reader (its own settling).
     steady = ("filename" in placement and io_size is None and settle_bytes is None
-              and not (writes(options) and buffered))  # fmt: skip
+              and not (writes(options) and buffered) and length.judged)  # fmt: skip
     try:
         with ExitStack() as stack:
             cap, hold = None, None
