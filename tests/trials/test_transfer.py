@@ -31,11 +31,12 @@ def test_client_command_is_bounded_and_reports_json(tmp_path: Path) -> None:
     source = tmp_path / "source"
     source.write_bytes(b"x")
     options = TransferOptions(seconds=5, omit=1, congestion="cubic", window=1 << 20,
-                              send_file=str(source))  # fmt: skip
+                              send_file=str(source), interval=0.3)  # fmt: skip
     cmd = client_command(LAB, options)
     assert cmd[:4] == ["ip", "netns", "exec", "iotuner-x-sender"]
     assert cmd[4:7] == ["iperf3", "-c", "10.77.0.2"]
-    for pair in (["--json"], ["-t", "5"], ["-O", "1"], ["-C", "cubic"], ["-w", "1048576"],
+    for pair in (["--json"], ["-t", "5"], ["-O", "1"], ["-i", "0.3"], ["-C", "cubic"],
+                 ["-w", "1048576"],
                  ["-F", str(source)]):  # fmt: skip
         assert " ".join(pair) in " ".join(cmd)
     assert options.kind == "disk-to-memory"
@@ -48,7 +49,9 @@ def test_client_command_is_bounded_and_reports_json(tmp_path: Path) -> None:
     [
         (TransferOptions(seconds=0), "transfer seconds must be 1 to 300, got 0"),
         (TransferOptions(seconds=301), "transfer seconds must be 1 to 300"),
-        (TransferOptions(omit=11), "transfer omit must be 0 to 10"),
+        (TransferOptions(omit=61), "transfer omit must be 0 to 60"),
+        (TransferOptions(interval=0.05), "transfer interval must be 0.1 to 60 seconds"),
+        (TransferOptions(interval=float("nan")), "transfer interval must be 0.1 to 60"),
         (TransferOptions(parallel=0), "transfer parallel must be 1 to 16"),
         (TransferOptions(congestion="cubic; reboot"), "congestion control must match"),
         # `re.match` with `$` let a final newline through (issue 27).
@@ -70,6 +73,7 @@ def test_parse_a_real_report() -> None:
     assert result.kind == "memory-to-memory"
     assert 180 < result.received_mbit < 200
     assert len(result.intervals_mbit) == 8  # the omitted seconds are left out
+    assert result.ramp_mbit == (195.007, 220.216, 199.225)  # what they were, kept apart
     assert 95 < result.rtt_ms < 150
     assert 100 <= result.min_rtt_ms <= result.rtt_ms  # the least smoothed RTT: the path's 100 ms
     assert result.max_cwnd_bytes > 2_000_000  # more than the 2.5 MB path holds, less ACK-clocked

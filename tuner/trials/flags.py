@@ -25,6 +25,9 @@ CUT_SHORT = "cut-short"
 """The I/O cap ended the trial in less than half its runtime."""
 UNSETTLED = "cache-unsettled"
 """A capped random reader's ramp did not turn its page cache over: a warm-up's figures."""
+RISING = "unsettled"
+"""A transfer's goodput still rose across its measured part: slow start or the window's growth
+was not over when the measured seconds began (tuner/trials/transfer_length.py)."""
 OUT_OF_MEMORY = "out-of-memory"
 """The kernel killed fio for memory in the trial's cgroup: production's cache share plus fio's
 own memory left no room for what this point reads at once (readahead, buffers)."""
@@ -38,6 +41,7 @@ KINDS = (
     DATA_SET,
     CUT_SHORT,
     UNSETTLED,
+    RISING,
     OUT_OF_MEMORY,
 )
 

@@ -11,7 +11,8 @@ sample); what the optimiser is told depends on why:
   largest figures of the tune (which is how a x432 "gain" from a cached mmap reader won);
 - the point could not be measured as set up (a data set read through too early, a page cache
   that had not settled within the longest ramp, fio killed for memory in the trial's cgroup):
-  told nothing; the optimiser never asks the same point again.
+  told nothing; the optimiser never asks the same point again. So is a transfer whose goodput
+  still rose across its measured seconds (slow start not over: a transient's figure).
 
 One flag only informs: a trial the I/O cap (`--io-cap`) ended early reports fio's bytes over
 fio's own time, the device's figure over a shorter window; it is kept as measured.
@@ -33,6 +34,7 @@ from tuner.trials.flags import (
     OUT_OF_MEMORY,
     PAGE_CACHE,
     READAHEAD,
+    RISING,
     UNSETTLED,
     WRITES_CACHED,
     Flag,
@@ -53,6 +55,7 @@ POLICY = {
     READAHEAD: PENALISE,
     DATA_SET: SKIP,
     UNSETTLED: SKIP,
+    RISING: SKIP,
     OUT_OF_MEMORY: SKIP,
     CUT_SHORT: KEEP,
 }
@@ -68,6 +71,8 @@ HINTS = {
     CUT_SHORT: "raise --io-cap or shorten --runtime",
     UNSETTLED: "raise --ramp until the workload has read its page cache's size before each "
     "window, or give a larger --cache-memory share",
+    RISING: "raise --ramp past the transfer's slow start (the path's probe names how long it "
+    "rose), or find why its window keeps growing",
     OUT_OF_MEMORY: "give the page cache production really leaves (--cache-memory): the trial's "
     "memory cgroup holds that share of the data set plus fio's own memory, and no more",
 }

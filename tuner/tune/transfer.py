@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -34,9 +35,10 @@ from tuner.search.space import HOST, Point, SearchSpace, SpaceContext, space_for
 from tuner.topology.model import Topology
 from tuner.topology.walk import reads_enter
 from tuner.trials.diskstats import read_diskstats, total
-from tuner.trials.flags import PAGE_CACHE, Flag
+from tuner.trials.flags import PAGE_CACHE, RISING, Flag
 from tuner.trials.targets import TrialTarget
 from tuner.trials.transfer import Ends, TransferOptions, TransferResult, run_client, run_transfer
+from tuner.trials.transfer_length import still_rising
 from tuner.trials.trial import TrialResult
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import TunableError
@@ -85,6 +87,7 @@ class TransferEnds:
     source: TrialTarget | None = None
     sink: str | None = None
     listening: bool = False
+    interval_s: float = 1.0
 
     @property
     def kind(self) -> str:
@@ -100,7 +103,15 @@ class TransferEnds:
         """One trial's iperf3 options; `files` False for a memory-to-memory trial."""
         send = self.source.path if files and self.source else None
         receive = str(Path(self.sink) / "received") if files and self.sink else None
-        return TransferOptions(seconds=seconds, omit=omit, send_file=send, receive_file=receive)
+        return TransferOptions(seconds=seconds, omit=omit, interval=self.interval_s,
+                               send_file=send, receive_file=receive)  # fmt: skip
+
+
+def lab_path(net: LabNetwork) -> TransferEnds:
+    """The ends of the lab's path, memory at both (to measure the path before files are
+    sized for the trials' length)."""
+    return TransferEnds(Ends.of_lab(net), target_for(net.sender), target_for(net.receiver),
+                        net.rate_mbit, net.mtu)  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -117,8 +128,7 @@ def lab_ends(net: LabNetwork, seconds: float) -> Iterator[TransferEnds]:
         if net.receiver_mount:
             sink = tempfile.mkdtemp(prefix="iotuner-transfer-", dir=net.receiver_mount)
             stack.callback(shutil.rmtree, sink, True)
-        yield TransferEnds(Ends.of_lab(net), target_for(net.sender), target_for(net.receiver),
-                           net.rate_mbit, net.mtu, source, sink)  # fmt: skip
+        yield replace(lab_path(net), source=source, sink=sink)
 
 
 def window_high(rate_mbit: float, rtt_ms: float) -> int:
@@ -188,7 +198,9 @@ def transfer_trial(
 
     The source file leaves the page cache before the trial (the sender must read its disk);
     the source's devices are counted, and a trial whose sender read much less than it sent
-    is flagged: memory's speed, not the disk's. The received file is removed after it.
+    is flagged: memory's speed, not the disk's. So is one whose goodput still rose across its
+    measured seconds (cut short of its settle point: a transient's figure). The received
+    file is removed after it.
     """
     try:
         applied = engine.apply(settings) if settings else []
@@ -209,12 +221,35 @@ def transfer_trial(
     if devices and moved.read_bytes < CACHED_BELOW * sent:
         flags = (Flag(PAGE_CACHE, f"the source device read {moved.read_bytes >> 20} MiB of "
                                   f"the {sent >> 20} MiB sent: served from memory"),)  # fmt: skip
+    if still_rising(result.intervals_mbit):
+        flags += (rising_flag(result, options),)
     # The session scores MB/s (the objective shows them as Mbit/s): what reached its end.
     mbps = result.goodput_mbit / 8
     trial = TrialResult(mbps=mbps, iops=0.0, p99_latency_us=None, fio_bytes=sent,
                         device_bytes=moved.read_bytes if devices else 0,
                         seconds=time.monotonic() - started, flags=flags)  # fmt: skip
     return result, PointTrial(trial, had)
+
+
+def rising_flag(result: TransferResult, options: TransferOptions) -> Flag:
+    """The flag of a trial whose goodput still rose across its measured seconds."""
+    third = max(1, len(result.intervals_mbit) // 3)
+    first = statistics.median(result.intervals_mbit[:third])
+    last = statistics.median(result.intervals_mbit[-third:])
+    return Flag(RISING, f"goodput still rose from {first:g} to {last:g} Mbit/s across the "
+                        f"{options.seconds} s measured after a {options.omit} s ramp: not "
+                        "settled")  # fmt: skip
+
+
+def buffer_triple(tunables: Tunables, key: str, target: str | None) -> tuple[int, int, int] | None:
+    """A tcp_rmem/tcp_wmem triple as it is at `target` (None: unreadable, or a named peer's)."""
+    try:
+        value = tunables.read(key, target) if target is not None else ()
+    except TunableError:
+        return None
+    if isinstance(value, tuple) and len(value) == 3:
+        return int(value[0]), int(value[1]), int(value[2])
+    return None
 
 
 def as_written(result: TuneResult, space: SearchSpace) -> TuneResult:
