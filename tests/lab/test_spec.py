@@ -25,9 +25,9 @@ disks:
 
 def test_builtins() -> None:
     assert builtin_spec_names() == [
-        "hdd", "raid0", "raid0-one-bus", "raid0-wide", "raid5", "single-disk", "ssd", "stripe",
-        "three-disks-one-bus", "three-hdds-one-bus", "two-buses", "wan", "wan-lossy",
-        "wan-old-buffers",
+        "hdd", "lan-1g", "raid0", "raid0-one-bus", "raid0-wide", "raid5", "single-disk", "ssd",
+        "stripe", "three-disks-one-bus", "three-hdds-one-bus", "two-buses", "wan", "wan-long",
+        "wan-lossy", "wan-old-buffers",
     ]  # fmt: skip
     for name in builtin_spec_names():
         spec = load_spec(name)

@@ -120,3 +120,18 @@ def test_committed_is_the_windows_bytes_over_the_window_and_the_flush() -> None:
     # A flush as long as the window: the disk took twice the time the network did.
     assert committed(result, result.seconds) == pytest.approx(result.received_mbit / 2, rel=1e-4)
     assert committed(replace(result, seconds=0.0), 1.0) == 0.0
+
+
+def test_the_receivers_reports_are_the_intervals_when_it_sent_them() -> None:
+    # The sender's per-interval figures count bytes written into its send buffer: on a 100
+    # Mbit/s, 200 ms lab path a 2 s run's sender reported 227 Mbit/s in an interval. The
+    # receiver's (iperf3 -s --json, fetched with --get-server-output) count what arrived.
+    data = json.loads((DATA / "iperf3-wan.json").read_text())
+    sender = parse_result(data, "memory-to-memory").intervals_mbit
+    arrived = [{"sum": {"bits_per_second": 90e6 + 1e6 * n, "omitted": n < 2}} for n in range(6)]
+    data["server_output_json"] = {"intervals": arrived}
+    result = parse_result(data, "memory-to-memory")
+    assert result.intervals_mbit == (92.0, 93.0, 94.0, 95.0) != sender
+    assert result.ramp_mbit == (90.0, 91.0)
+    data["server_output_json"] = "a peer's iperf3 -s writing text"
+    assert parse_result(data, "memory-to-memory").intervals_mbit == sender

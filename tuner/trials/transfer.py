@@ -96,9 +96,11 @@ class TransferOptions:
 class TransferResult:
     """What one iperf3 run measured (Mbit/s are 10^6 bits of TCP payload per second).
 
-    `received_mbit` is the receiver's goodput over the measured seconds, `intervals_mbit` the
-    sender's per second (their spread shows a steady path or a sawtooth); `rtt_ms` and
-    `max_cwnd_bytes` are the sender's TCP view (mean smoothed RTT, largest congestion window).
+    `received_mbit` is the receiver's goodput over the measured seconds, `intervals_mbit` its
+    goodput per report interval (their spread shows a steady path or a sawtooth; the
+    sender's figures, which count bytes still in its buffer, when the receiver's are not to
+    be had); `rtt_ms` and `max_cwnd_bytes` are the sender's TCP view (mean smoothed RTT,
+    largest congestion window).
     `committed_mbit` (memory to disk, disk to disk): the bytes of the measured seconds over
     the time until they were on the disk (`committed`: fsync after iperf3 ends), since
     iperf3's buffered writes would otherwise only show the page cache; 0 without a receive
@@ -160,7 +162,10 @@ def check_options(options: TransferOptions) -> None:
 def run_transfer(ends: Ends, options: TransferOptions) -> TransferResult:
     """Run one iperf3 trial between `ends`; TransferError if iperf3 fails or times out."""
     _check(ends, options)
-    server_cmd = ["iperf3", "-s", "-1", "-B", ends.address, "-p", str(ends.port)]
+    # JSON at the receiver, a report each interval: the client fetches it (--get-server-output)
+    # and its per-interval figures are what arrived, not what the sender buffered.
+    server_cmd = ["iperf3", "-s", "-1", "-B", ends.address, "-p", str(ends.port), "--json",
+                  "-i", f"{options.interval:g}"]  # fmt: skip
     if options.receive_file:
         server_cmd += ["-F", options.receive_file]
     server = subprocess.Popen(
@@ -206,7 +211,7 @@ def client_command(ends: Ends, options: TransferOptions) -> list[str]:
         "iperf3", "-c", ends.address, "-p", str(ends.port), "--json",
         "-i", f"{options.interval:g}",
         "-t", str(options.seconds), "-O", str(options.omit), "-P", str(options.parallel),
-        "--connect-timeout", "5000",
+        "--connect-timeout", "5000", "--get-server-output",
     ]  # fmt: skip
     if options.congestion:
         cmd += ["-C", options.congestion]
@@ -271,14 +276,15 @@ def parse_result(data: dict[str, Any], kind: str) -> TransferResult:
         end = data["end"]
         sent, received = end["sum_sent"], end["sum_received"]
         streams = [s["sender"] for s in end["streams"]]
+        reports = _receiver_intervals(data) or data["intervals"]
         intervals = tuple(
             round(_number(i["sum"]["bits_per_second"]) / 1e6, 3)
-            for i in data["intervals"]
+            for i in reports
             if not i["sum"].get("omitted", False)
         )
         ramp = tuple(
             round(_number(i["sum"]["bits_per_second"]) / 1e6, 3)
-            for i in data["intervals"]
+            for i in reports
             if i["sum"].get("omitted", False)
         )
         cpu = end.get("cpu_utilization_percent", {})
@@ -307,6 +313,14 @@ def parse_result(data: dict[str, Any], kind: str) -> TransferResult:
         )
     except (AttributeError, KeyError, TypeError, ValueError, ZeroDivisionError) as err:
         raise TransferError(f"iperf3's JSON is missing or malformed at {err}") from None
+
+
+def _receiver_intervals(data: dict[str, Any]) -> list[Any] | None:
+    """The receiver's per-interval reports, when its iperf3 wrote JSON and the client fetched
+    it (`server_output_json`; a named peer's server may write text instead): None otherwise."""
+    server = data.get("server_output_json")
+    reports = server.get("intervals") if isinstance(server, dict) else None
+    return reports if isinstance(reports, list) and reports else None
 
 
 def _remote_host(start: object) -> str:

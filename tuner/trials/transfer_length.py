@@ -168,8 +168,10 @@ def trial_length(probe: PathProbe, runtime_s: float, ramp_s: float, probe_s: int
         needed = probe.settle_s + RAMP_MARGIN_RTTS * probe.rtt_ms / 1000
         ramp = min(RAMP_MOST_S, math.ceil(max(needed, ramp_s) - 1e-9))
         floor = " (--ramp's floor)" if ramp_s >= needed else ""
-        reason = (f"goodput rose for {probe.rise_rtts} RTTs of {rtt} "
-                  f"({probe.settle_s:.3g} s){floor}")  # fmt: skip
+        rose = (f"goodput rose for {probe.rise_rtts} RTTs of {rtt} ({probe.settle_s:.3g} s)"
+                if probe.settle_s else f"goodput was at its plateau from the first report "
+                f"(RTT {rtt})")  # fmt: skip
+        reason = f"{rose}{floor}"
     rtts = measure * 1000 / probe.rtt_ms if probe.rtt_ms else float("inf")
     span = f"{rtts:.0f} RTTs" if rtts < 1e6 else "many RTTs"
     floor = " (--runtime's floor)" if runtime_s >= MEASURE_RTTS * probe.rtt_ms / 1000 else ""
