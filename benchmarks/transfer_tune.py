@@ -25,7 +25,8 @@ One run, as root, on the lab's network (two namespaces joined by a delay line):
 3. The path rows (issue 28): `wan-long` (500 Mbit/s, 300 ms, a bandwidth-delay product of
    18.75 MB, above 16 MiB, with Linux 2.6's buffers) and `lan-1g` (1 Gbit/s, 1 ms, the same
    buffers). The whole tune is timed; a grid (both ends' buffer max at 16 MiB and 2, 4, 8
-   products, cubic and bbr) is measured once per point; then the defaults, TuneD's
+   products, each congestion control the namespace allows among cubic, reno and bbr) is
+   measured once per point; then the defaults, TuneD's
    network-throughput buffers, the grid's best and the tune's changes, interleaved `--repeats`
    times under plain iperf3 (its own server and client, REMEASURE's seconds, longer than any
    trial), against the line rate; the tune's claim (its best score and gain) against the
@@ -252,7 +253,9 @@ trial of the tune: on wan-long slow start needs about 11 round trips (3.3 s) and
 round trips; on lan-1g both are thousands of round trips."""
 PATH_LINE = {"wan-long": 500.0, "lan-1g": 1000.0}
 GRID_BDPS = (2, 4, 8)
-GRID_CONGESTION = ("cubic", "bbr")
+GRID_CONGESTION = ("cubic", "reno", "bbr")
+"""Tried where the namespace allows it (net.ipv4.tcp_allowed_congestion_control is the host's:
+reno and bbr on the development VM)."""
 MIB16 = 16 << 20
 
 
@@ -292,11 +295,16 @@ def measured(engine: Any, settings: dict[tuple[str, str], Any], net: Any, row: s
 
 def grid_points(net: Any) -> dict[str, dict[tuple[str, str], Any]]:
     """The grid: both ends' buffer max at 16 MiB (TuneD's) and 2, 4, 8 bandwidth-delay
-    products, each with cubic and bbr at the sender."""
+    products, each with every GRID_CONGESTION the sender's namespace allows."""
     bdp = int(net.rate_mbit * 1e6 / 8 * net.rtt_ms / 1e3)
+    allowed = subprocess.run(
+        ["ip", "netns", "exec", net.sender, "sysctl", "-n",
+         "net.ipv4.tcp_allowed_congestion_control"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
     points = {}
     for window in (MIB16, *(k * bdp for k in GRID_BDPS)):
-        for congestion in GRID_CONGESTION:
+        for congestion in (c for c in GRID_CONGESTION if c in allowed):
             name = f"{window / 2**20:.1f} MiB {congestion}"
             points[name] = {
                 **by_end(net, {"net.ipv4.tcp_rmem": f"4096 131072 {window}",

@@ -58,6 +58,8 @@ def test_the_trial_length_follows_the_path() -> None:
     short = trial_length(PathProbe(1.0, 940.0, 0.0, 0.1), 4.0, 1.0, probe_s=5)
     assert long.ramp_s > short.ramp_s and long.measure_s > short.measure_s
     assert long.measure_s * 1000 >= MEASURE_RTTS * 300  # 30 round trips
+    # 30 RTTs of 100.3 ms are 3 s, not 4: within 5 % of a whole second rounds down.
+    assert measure_seconds(100.3, 1.0) == 3 and measure_seconds(320.0, 1.0) == 10
     assert (long.ramp_s, long.measure_s) == (3, 9)  # 2.4 s + two RTTs
     assert long.why == ("ramp 3 s: goodput rose for 8 RTTs of 300 ms (2.4 s); "
                         "measured 9 s = 30 RTTs")  # fmt: skip
@@ -76,7 +78,8 @@ def test_a_probe_that_never_settled_gives_its_longest_ramp_and_says_so() -> None
 
 
 @pytest.mark.parametrize(
-    ("rtt_ms", "interval"), [(0.05, 0.1), (1.0, 0.1), (100.0, 0.1), (301.0, 0.4), (5000.0, 2.0)]
+    ("rtt_ms", "interval"),
+    [(0.05, 0.1), (1.0, 0.1), (100.4, 0.1), (106.0, 0.2), (301.0, 0.3), (5000.0, 2.0)],
 )
 def test_reports_come_once_a_round_trip(rtt_ms: float, interval: float) -> None:
     assert report_interval(rtt_ms) == interval

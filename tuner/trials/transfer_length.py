@@ -87,10 +87,16 @@ class TrialLength:
                 "interval_s": self.interval_s, "why": self.why}  # fmt: skip
 
 
+ROUND_WITHIN = 0.05
+"""A length within this share above a whole step rounds down to it: 30 RTTs of 100.3 ms are
+3 s, not 4 (a second more per trial for 0.3 % more round trips)."""
+
+
 def report_interval(rtt_ms: float) -> float:
     """iperf3's report interval for a path: one round trip rounded up to 0.1 s (a shorter
-    interval aliases with the sender's once-per-RTT bursts), within iperf3's bounds."""
-    tenths = math.ceil(max(rtt_ms, 0.0) / 100 - 1e-9) / 10
+    interval aliases with the sender's once-per-RTT bursts; within ROUND_WITHIN of a step
+    rounds down), within iperf3's bounds."""
+    tenths = _whole(max(rtt_ms, 0.0) / 100) / 10
     return min(max(tenths, INTERVAL_LEAST_S), INTERVAL_MOST_S)
 
 
@@ -112,7 +118,12 @@ def probe_seconds(rtt_ms: float, bdp_bytes: int, mtu: int, runtime_s: float) -> 
 def measure_seconds(rtt_ms: float, runtime_s: float) -> int:
     """A trial's measured part: MEASURE_RTTS round trips or `runtime_s`, the longer, in
     whole seconds (at least one)."""
-    return max(1, math.ceil(max(MEASURE_RTTS * rtt_ms / 1000, runtime_s) - 1e-9))
+    return max(1, math.ceil(runtime_s - 1e-9), _whole(MEASURE_RTTS * rtt_ms / 1000))
+
+
+def _whole(value: float) -> int:
+    """`value` rounded up to a whole number, or down when within ROUND_WITHIN above one."""
+    return math.ceil(value / (1 + ROUND_WITHIN) - 1e-9) if value > 0 else 0
 
 
 def still_rising(intervals: Sequence[float]) -> bool:
