@@ -17,6 +17,7 @@ from tuner.trials.transfer import parse_result
 from tuner.trials.transfer_length import (
     MEASURE_RTTS,
     PathProbe,
+    growth_horizon_s,
     measure_seconds,
     probe_seconds,
     read_probe,
@@ -98,3 +99,12 @@ def test_noise_and_a_plateau_are_not_a_rise() -> None:
     assert not still_rising([2.9, 1.5, 2.9, 2.9, 1.5, 2.9])  # aliased once-per-RTT bursts
     assert not still_rising([5.0, 6.0])  # too few to say
     assert still_rising([100, 120, 150, 200, 260, 300])
+
+
+def test_a_rise_is_the_windows_only_within_its_growth_horizon() -> None:
+    # 1 Gbit/s x 1 ms: 86 segments, back from half in 43 round trips = 43 ms. A 13 % rise
+    # over seconds there (the lab's lan-1g baseline on a shared VM, CPU-bound delay line)
+    # is not TCP's window: a 1 s ramp outlasts the horizon and the trial is not judged.
+    assert 0.04 < growth_horizon_s(1.0, 125_000, 1500) < 0.05
+    # 500 Mbit/s x 300 ms: 12,950 segments, reno's climb back takes half an hour.
+    assert growth_horizon_s(300.0, 18_750_000, 1500) > 1000

@@ -91,7 +91,7 @@ def tune_peer(
         console.print(sized.line(), style="dim", highlight=False, markup=False)
         seconds, omit = sized.length.measure_s, sized.length.ramp_s
         ends = stack.enter_context(peer_ends(measured, route, rate, source_dir, seconds + omit))
-        ends = replace(ends, interval_s=sized.length.interval_s)
+        ends = replace(ends, interval_s=sized.length.interval_s, horizon_s=sized.horizon_s)
         console.print("measuring the parts at the settings found", style="dim")
         before = measure_parts(engine, ends, seconds, omit, {})
         rtt = before[MEMORY].min_rtt_ms or measured.rtt_ms

@@ -107,7 +107,7 @@ def tune_transfer(
         console.print(sized.line(), style="dim", highlight=False, markup=False)
         seconds, omit = sized.length.measure_s, sized.length.ramp_s
         ends = stack.enter_context(lab_ends(net, seconds + omit))
-        ends = replace(ends, interval_s=sized.length.interval_s)
+        ends = replace(ends, interval_s=sized.length.interval_s, horizon_s=sized.horizon_s)
         wmem, rmem = windows_now(tunables, ends)
         console.print("measuring the parts at the settings found", style="dim")
         before = measure_parts(engine, ends, seconds, omit, {})

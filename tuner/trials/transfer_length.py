@@ -108,6 +108,16 @@ def slow_start_rtts(bdp_bytes: int, mtu: int) -> int:
     return max(1, math.ceil(math.log2(bdp_bytes / first))) if bdp_bytes > first else 1
 
 
+def growth_horizon_s(rtt_ms: float, bdp_bytes: int, mtu: int) -> float:
+    """The longest a TCP window can still be growing toward the path's product, in seconds:
+    slow start's round trips, or half the product in segments at one segment a round trip
+    (congestion avoidance climbing back from a halved window), the longer. A rise in goodput
+    later than this is not the window's growth (on a 1 ms, 1 Gbit/s path it is 43 ms; a
+    rise over seconds there is the machine's CPU, not TCP)."""
+    segments = bdp_bytes / max(mtu - 52, 536)
+    return max(slow_start_rtts(bdp_bytes, mtu), segments / 2) * rtt_ms / 1000
+
+
 def probe_seconds(rtt_ms: float, bdp_bytes: int, mtu: int, runtime_s: float) -> int:
     """The probe run's length: PROBE_SLOW_START_FACTOR x the predicted slow start, then a
     measured part as a trial's (measure_seconds), whole seconds as iperf3 takes them."""

@@ -77,6 +77,9 @@ class TransferEnds:
     readahead acts on); `sink` a private directory on the receiver's file system.
     `receiver` is None for a named peer, whose settings this host cannot reach; `listening`
     says an `iperf3 -s` already runs there (the peer's), so a trial starts the client only.
+    `interval_s` is iperf3's report interval (one round trip once the path is measured), and
+    `horizon_s` the longest the path's TCP window can still be growing (growth_horizon_s):
+    a trial whose ramp outlasts it is not judged still rising.
     """
 
     ends: Ends
@@ -88,6 +91,7 @@ class TransferEnds:
     sink: str | None = None
     listening: bool = False
     interval_s: float = 1.0
+    horizon_s: float = float("inf")
 
     @property
     def kind(self) -> str:
@@ -221,7 +225,7 @@ def transfer_trial(
     if devices and moved.read_bytes < CACHED_BELOW * sent:
         flags = (Flag(PAGE_CACHE, f"the source device read {moved.read_bytes >> 20} MiB of "
                                   f"the {sent >> 20} MiB sent: served from memory"),)  # fmt: skip
-    if still_rising(result.intervals_mbit):
+    if options.omit < ends.horizon_s and still_rising(result.intervals_mbit):
         flags += (rising_flag(result, options),)
     # The session scores MB/s (the objective shows them as Mbit/s): what reached its end.
     mbps = result.goodput_mbit / 8

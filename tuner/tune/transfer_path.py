@@ -20,6 +20,7 @@ from tuner.trials.transfer import TransferResult
 from tuner.trials.transfer_length import (
     PathProbe,
     TrialLength,
+    growth_horizon_s,
     measure_seconds,
     probe_seconds,
     read_probe,
@@ -44,6 +45,7 @@ class SizedTrials:
     rtt_source: str
     length: TrialLength
     window: int
+    horizon_s: float = float("inf")
 
     def document(self) -> dict[str, object]:
         """The `trial_length` entry of `tune --json`."""
@@ -116,4 +118,5 @@ def size_trials(
     probe = read_probe(result.intervals_mbit, rtt_ms, interval,
                        measure_seconds(rtt_ms, runtime_s))  # fmt: skip
     length = trial_length(probe, runtime_s, ramp_s, seconds)
-    return SizedTrials(probe, source, length, window), result
+    horizon = growth_horizon_s(rtt_ms, bdp, ends.mtu)
+    return SizedTrials(probe, source, length, window, horizon), result
