@@ -113,7 +113,7 @@ def tune_peer(
         explanation = explain(carried, carried, windows, before, after, peer=str(peer))
         result = as_written(result, space)
     document = transfer_document(result, explanation)
-    document["trial_length"] = sized.document()
+    document["trial_length"] = {**sized.document(), "longer_ramps_s": dict(search.ramps)}
     document["peer"] = {"peer": str(peer), "address": ends.ends.address,
                         "interface": route.interface if route else None,
                         "windows_sized_for_mbit": rate, "how": how}  # fmt: skip

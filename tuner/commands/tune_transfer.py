@@ -131,5 +131,5 @@ def tune_transfer(
         explanation = explain(net.rate_mbit, ends.goodput_mbit, windows, before, after)
         result = as_written(result, space)
     document = transfer_document(result, explanation)
-    document["trial_length"] = sized.document()
+    document["trial_length"] = {**sized.document(), "longer_ramps_s": dict(search.ramps)}
     report_transfer(console, result, explanation, document, as_json)

@@ -24,7 +24,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ from tuner.trials.diskstats import read_diskstats, total
 from tuner.trials.flags import PAGE_CACHE, RISING, Flag
 from tuner.trials.targets import TrialTarget
 from tuner.trials.transfer import Ends, TransferOptions, TransferResult, run_client, run_transfer
-from tuner.trials.transfer_length import still_rising
+from tuner.trials.transfer_length import RAMP_MOST_S, still_rising
 from tuner.trials.trial import TrialResult
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import TunableError
@@ -57,6 +57,8 @@ advertises about half of a receive buffer (the rest is overhead) and a sender ke
 in flight until it is acknowledged, so filling a path takes about twice its BDP; eight leaves
 room for what the search must find out."""
 WINDOW_LEAST, WINDOW_MOST = 4 << 20, 1 << 30
+LONGER_RAMPS = 2
+"""How often a still-rising trial is run again with its ramp doubled (4 x the probe's at most)."""
 SOURCE_MARGIN = 1.5
 CACHED_BELOW = 0.5
 """A source device that read less than this share of what was sent served it from memory."""
@@ -323,7 +325,22 @@ def search_transfer(
     options = ends.options(search.seconds, search.omit)
 
     def trial(point: Point) -> PointTrial:
-        return transfer_trial(engine, space.host_settings(point), ends, options)[1]
+        settings = space.host_settings(point)
+        algorithm = str(settings.get((CONGESTION, ends.sender), ""))
+        ramp = search.ramps.get(algorithm, options.omit)
+        done = transfer_trial(engine, settings, ends, replace(options, omit=ramp))[1]
+        # The probe ran one congestion control; another may take longer to fill the path
+        # (reno on wan-long still rose 20 % after the probe's 4 s): run it again with a longer
+        # ramp, within the path's growth horizon, and keep that ramp for the algorithm.
+        for _ in range(LONGER_RAMPS):
+            if not any(f.kind == RISING for f in done.result.flags):
+                break
+            longer = min(2 * ramp, RAMP_MOST_S)
+            if longer == ramp or ramp >= ends.horizon_s:
+                break
+            ramp = search.ramps[algorithm] = longer
+            done = transfer_trial(engine, settings, ends, replace(options, omit=ramp))[1]
+        return done
 
     session = Search(f"{search.label} ({options.kind})", search.workload.name, space,
                      search.config, search.bound(trial), on_trial=search.on_trial)  # fmt: skip
@@ -354,7 +371,9 @@ class TransferSearch:
     """How a transfer tune searches: its label (the path, without the trial's kind), the
     workload and config, the window the path needs (the rules' point), the receiver's dirty
     allowance where it writes a file, trial length, the view's callback, and a wrapper
-    bounding each trial (a peer tune's overall time)."""
+    bounding each trial (a peer tune's overall time). A trial still rising after its ramp
+    runs again with the ramp doubled, up to LONGER_RAMPS times, and its congestion control
+    keeps that ramp (`ramps`)."""
 
     label: str
     workload: Workload
@@ -365,3 +384,5 @@ class TransferSearch:
     on_trial: Callable[[TrialRecord], None]
     dirtyable: int | None = None
     bound: Callable[[Runner], Runner] = _unbounded
+    ramps: dict[str, int] = field(default_factory=dict)
+    """The longer ramps congestion controls needed (filled in by the search)."""
