@@ -124,7 +124,7 @@ def test_malformed(text: str, message: str) -> None:
 
 
 def test_unknown_names(tmp_path: Path) -> None:
-    built_ins = "hdd, raid0, raid0-one-bus, raid0-wide, raid5"
+    built_ins = "hdd, lan-1g, raid0, raid0-one-bus, raid0-wide, raid5"
     with pytest.raises(BadInput, match=f"no built-in lab spec 'nope' \\(built-ins: {built_ins}"):
         load_spec("nope")
     with pytest.raises(BadInput, match=r"missing\.yaml: no such spec file"):
