@@ -27,6 +27,12 @@ For each row, as root, on the lab (loop devices over /dev/shm, block throttling)
    defaults; "kept" in the table): its measured gain is the same settings measured twice,
    the row's noise, which still fails the row when it is more than 10 %.
 
+The transfer rows (TRANSFER_ROWS: `wan-long`, a 500 Mbit/s, 300 ms path with Linux 2.6's
+buffers; `lan-1g`, 1 Gbit/s, 1 ms) tune the lab's path with `iotuner tune --workload
+disk-to-network --json` and re-measure its changes, applied through the TunableEngine at both
+ends' namespaces, with plain iperf3 against the defaults and TuneD's network-throughput
+buffers, rotated the same way; their unit is Mbit/s.
+
 Every figure here is a lab figure: block throttling caps a loop device's MB/s and IOPS, it
 does not seek, rotate or queue as a disk does; the hdd-concurrent-streams row and the rows of
 the tune benchmark's modelled devices (hdd-random-32, ssd-mixed, raid5-sync-writes,
@@ -508,6 +514,46 @@ def run_row(row: ClaimRow, plan: Plan, work: Path) -> RowResult:
     return result
 
 
+TRANSFER_ROWS = ("wan-long", "lan-1g")
+"""Transfer rows (issue 28): the lab's network path of that name, tuned by `iotuner tune
+--workload disk-to-network`, its changes re-measured with plain iperf3 (its own server and
+client; benchmarks/transfer_tune.py's REMEASURE seconds, longer than any trial) against the
+defaults and TuneD's network-throughput buffers, rotated as the fio rows are."""
+
+
+def run_transfer_row(name: str, plan: Plan) -> RowResult:
+    """Tune the lab path `name`, then re-measure its changes against the defaults."""
+    from benchmarks import transfer_tune as transfer
+    from tuner.tunables.engine import TunableEngine
+    from tuner.tunables.journal import Journal
+    from tuner.tunables.sysroot import live_sysroot
+
+    result = RowResult(name, unit="Mbit/s")
+    with transfer.lab(None, name) as up:
+        net = up.network
+        result.tune_s, doc = transfer.timed_tune(plan.budget or 16)
+        result.chosen = doc["chosen"]
+        result.claimed = doc["gain"] if doc["chosen"] else 1.0
+        result.ci = (doc["ci"][0], doc["ci"][1]) if doc["chosen"] else (1.0, 1.0)
+        result.changes = [f"{c['key']}={c['value']}" for c in doc["changes"]]
+        result.set_aside = len(doc["set_aside"])
+        log(f"  claimed x{result.claimed:.3f}; changes {result.changes or 'none'}; trials "
+            f"{doc['trial_length']['why']}; {result.tune_s:.0f} s")  # fmt: skip
+        points = {"defaults": {}, "plan": transfer.tune_changes(doc, net) if result.chosen else {},
+                  "tuned": transfer.by_end(net, transfer.TUNED)}  # fmt: skip
+        samples = {"defaults": result.defaults, "plan": result.planned, "tuned": result.tuned}
+        sides = tuple(points)
+        with Journal() as journal, TunableEngine(live_sysroot(), journal) as engine:
+            for number in range(plan.rounds):
+                for side in sides[number % 3 :] + sides[: number % 3]:
+                    figure = transfer.measured(engine, points[side], net, name)
+                    samples[side].append(figure)
+                    log(f"    round {number + 1} {side:<8} {figure:10.1f} Mbit/s")
+    if not result.holds:
+        result.cause = _cause(result)
+    return result
+
+
 def _cause(result: RowResult) -> str:
     if result.measured is None:
         return result.cause or "not measured"
@@ -546,7 +592,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="tune budget 8 and 6 s runs (about 25 min)")  # fmt: skip
-    parser.add_argument("--rows", default=",".join(r.name for r in ROWS))
+    parser.add_argument("--rows", default=",".join([*(r.name for r in ROWS), *TRANSFER_ROWS]))
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (at least 3)")
     parser.add_argument("--budget", type=int, help="tune's --budget (default: its own)")
     parser.add_argument("--out", type=Path, help="write every figure as JSON here")
@@ -563,7 +609,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     # A run killed while a plan or TuneD's settings were applied left them journaled here.
     iotuner("rollback")
     wanted = args.rows.split(",")
-    unknown = set(wanted) - {r.name for r in ROWS}
+    unknown = set(wanted) - {r.name for r in ROWS} - set(TRANSFER_ROWS)
     if unknown:
         sys.exit(f"benchmarks.claims: no row {', '.join(sorted(unknown))}")
     plan = Plan(rounds=args.rounds, runtime_s=6.0 if args.quick else 10.0,
@@ -574,6 +620,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         for row in (r for r in ROWS if r.name in wanted):
             log(f"\n== {row.name}")
             results.append(run_row(row, plan, Path(tmp)))
+            if args.out is not None:
+                args.out.write_text(json.dumps([_doc(r) for r in results], indent=1))
+        for name in (n for n in TRANSFER_ROWS if n in wanted):
+            log(f"\n== {name}")
+            results.append(run_transfer_row(name, plan))
             if args.out is not None:
                 args.out.write_text(json.dumps([_doc(r) for r in results], indent=1))
     print(table(results))

@@ -1,6 +1,7 @@
 """`iotuner tune --workload disk-to-network` measured on the lab (issue 21's targets).
 
     python -m benchmarks.transfer_tune [--repeats 3] [--seconds 5] [--disk-seconds 15] [--budget 16]
+                                       [--parts old-buffers,disks,wan-long,lan-1g]
 
 One run, as root, on the lab's network (two namespaces joined by a delay line):
 
@@ -20,6 +21,17 @@ One run, as root, on the lab's network (two namespaces joined by a delay line):
    receiver's writer pauses for its disk and the window closes for a round trip now and then,
    which 5 s windows do not average out), interleaved `--repeats` times; target: disk to disk
    at least 0.95 of min(read, path, write) of the same round.
+
+3. The path rows (issue 28): `wan-long` (500 Mbit/s, 300 ms, a bandwidth-delay product of
+   18.75 MB, above 16 MiB, with Linux 2.6's buffers) and `lan-1g` (1 Gbit/s, 1 ms, the same
+   buffers). The whole tune is timed; a grid (both ends' buffer max at 16 MiB and 2, 4, 8
+   products, each congestion control the namespace allows among cubic, reno and bbr) is
+   measured once per point; then the defaults, TuneD's
+   network-throughput buffers, the grid's best and the tune's changes, interleaved `--repeats`
+   times under plain iperf3 (its own server and client, REMEASURE's seconds, longer than any
+   trial), against the line rate; the tune's claim (its best score and gain) against the
+   re-measurement (targets: wan-long at least 0.9 of the line rate and 1.1 x TuneD; every row
+   at least 0.98 x the defaults; every claim within 10 %).
 
 Settings are applied through the TunableEngine (journaled, restored after every run); each lab
 is torn down after its part, also on Ctrl-C. State goes to $IOTUNER_STATE_DIR,
@@ -235,11 +247,143 @@ def disk_to_disk(tuned: dict[tuple[str, str], Any]) -> None:
           f"{', '.join(f'{r:.3f}' for r in ratios)} (target at least 0.95)")  # fmt: skip
 
 
+REMEASURE = {"wan-long": (8, 20), "lan-1g": (2, 10)}
+"""Plain iperf3's seconds left out and measured per path row, fixed here and longer than any
+trial of the tune: on wan-long slow start needs about 11 round trips (3.3 s) and 20 s are 67
+round trips; on lan-1g both are thousands of round trips."""
+PATH_LINE = {"wan-long": 500.0, "lan-1g": 1000.0}
+GRID_BDPS = (2, 4, 8)
+GRID_CONGESTION = ("cubic", "reno", "bbr")
+"""Tried where the namespace allows it (net.ipv4.tcp_allowed_congestion_control is the host's:
+reno and bbr on the development VM)."""
+MIB16 = 16 << 20
+
+
+def plain_iperf3(net: Any, omit: int, seconds: int) -> float:
+    """One plain iperf3 run across the lab's path (its own server and client, nothing of
+    iotuner's trial code): the receiver's Mbit/s over `seconds` after `omit` left out."""
+    server = subprocess.Popen(
+        ["ip", "netns", "exec", net.receiver, "iperf3", "-s", "-1", "-B", net.receiver_address],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        time.sleep(0.5)  # until it listens
+        done = subprocess.run(
+            ["ip", "netns", "exec", net.sender, "iperf3", "-c", net.receiver_address, "-J",
+             "-O", str(omit), "-t", str(seconds)],
+            capture_output=True, text=True, timeout=omit + seconds + 60, check=True,
+        )  # fmt: skip
+    finally:
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    return float(json.loads(done.stdout)["end"]["sum_received"]["bits_per_second"]) / 1e6
+
+
+def measured(engine: Any, settings: dict[tuple[str, str], Any], net: Any, row: str) -> float:
+    """plain_iperf3 with `settings` applied through the TunableEngine (restored after)."""
+    omit, seconds = REMEASURE[row]
+    try:
+        if settings:
+            engine.apply(settings)
+        return plain_iperf3(net, omit, seconds)
+    finally:
+        engine.restore()
+
+
+def grid_points(net: Any) -> dict[str, dict[tuple[str, str], Any]]:
+    """The grid: both ends' buffer max at 16 MiB (TuneD's) and 2, 4, 8 bandwidth-delay
+    products, each with every GRID_CONGESTION the sender's namespace allows."""
+    bdp = int(net.rate_mbit * 1e6 / 8 * net.rtt_ms / 1e3)
+    allowed = subprocess.run(
+        ["ip", "netns", "exec", net.sender, "sysctl", "-n",
+         "net.ipv4.tcp_allowed_congestion_control"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    points = {}
+    for window in (MIB16, *(k * bdp for k in GRID_BDPS)):
+        for congestion in (c for c in GRID_CONGESTION if c in allowed):
+            name = f"{window / 2**20:.1f} MiB {congestion}"
+            points[name] = {
+                **by_end(net, {"net.ipv4.tcp_rmem": f"4096 131072 {window}",
+                               "net.ipv4.tcp_wmem": f"4096 16384 {window}"}),
+                ("net.ipv4.tcp_congestion_control", f"netns:{net.sender}"): congestion,
+            }  # fmt: skip
+    return points
+
+
+def path_row(row: str) -> None:
+    """One path row: the whole tune timed, the grid, then defaults, TuneD, the grid's best and
+    the tune's changes interleaved under plain iperf3, against the line rate and the claim."""
+    from tuner.tunables.engine import TunableEngine
+    from tuner.tunables.journal import Journal
+    from tuner.tunables.sysroot import live_sysroot
+
+    line = PATH_LINE[row]
+    with lab(None, row) as up:
+        net = up.network
+        log(f"{row}: timing a whole transfer tune ...")
+        wall, doc = timed_tune(ARGS.budget)
+        tuned = tune_changes(doc, net)
+        log(f"{row}: tune {wall:.0f} s, {doc['baseline']['score']} -> {doc['best']['score']} "
+            f"Mbit/s; trials {doc['trial_length']['why']}")  # fmt: skip
+        with Journal() as journal, TunableEngine(live_sysroot(), journal) as engine:
+            grid = {}
+            for name, settings in grid_points(net).items():
+                if ARGS.grid_best:  # measured before: only the best point is taken again
+                    grid[name] = float(name == ARGS.grid_best)
+                    continue
+                grid[name] = measured(engine, settings, net, row)
+                log(f"{row} grid {name}: {grid[name]:.1f} Mbit/s")
+            best = max(grid, key=grid.__getitem__)
+            points = {"defaults": {}, "TuneD network-throughput": by_end(net, TUNED),
+                      f"grid best ({best})": grid_points(net)[best],
+                      "iotuner tune": tuned}  # fmt: skip
+            rows: dict[str, list[float]] = {name: [] for name in points}
+            for round_ in range(ARGS.repeats):
+                for name, settings in points.items():
+                    rows[name].append(measured(engine, settings, net, row))
+                    log(f"{row} round {round_ + 1} {name}: {rows[name][-1]:.1f} Mbit/s")
+    omit, seconds = REMEASURE[row]
+    print(f"\n## {row} ({net.rate_mbit:g} Mbit/s, {net.rtt_ms:g} ms), memory to memory, plain "
+          f"iperf3 ({omit} s left out, {seconds} s measured), {ARGS.repeats} interleaved "
+          "rounds\n")  # fmt: skip
+    length = doc["trial_length"]
+    print(f"whole tune: {wall:.0f} s, {len(doc['trials'])} trials of {length['ramp_s']} s ramp "
+          f"+ {length['measure_s']} s ({length['why']})\n")  # fmt: skip
+    means = {name: statistics.fmean(values) for name, values in rows.items()}
+    print("| settings | Mbit/s mean (min-max) | of the line rate | x defaults | x TuneD |")
+    print("|---|---|---|---|---|")
+    for name, values in rows.items():
+        print(f"| {name} | {spread(values)} | {means[name] / line:.3f} | "
+              f"{means[name] / means['defaults']:.2f} | "
+              f"{means[name] / means['TuneD network-throughput']:.2f} |")  # fmt: skip
+    grid_best = next(n for n in rows if n.startswith("grid best"))
+    claim = doc["best"]["score"] if doc["chosen"] else doc["baseline"]["score"]
+    claimed_gain = claim / doc["baseline"]["score"]
+    gain = means["iotuner tune"] / means["defaults"]
+    print(f"\nclaim: {claim} Mbit/s, x{claimed_gain:.2f} the defaults; re-measured "
+          f"{means['iotuner tune']:.1f} Mbit/s (claim / re-measured "
+          f"{claim / means['iotuner tune']:.3f}), x{gain:.2f} (claimed gain / measured "
+          f"{claimed_gain / gain:.3f}); iotuner / grid best "
+          f"{means['iotuner tune'] / means[grid_best]:.3f}")  # fmt: skip
+    if not ARGS.grid_best:
+        print("\ngrid, one run each: " + ", ".join(f"{k} {v:.1f}" for k, v in grid.items()))
+
+
 def main() -> None:
-    """Both parts, as the module's docstring says."""
+    """The parts ARGS.parts names, as the module's docstring says."""
     os.environ.setdefault("IOTUNER_STATE_DIR", DEFAULT_STATE)
-    tuned = old_buffers()
-    disk_to_disk(tuned)
+    parts = ARGS.parts.split(",")
+    if "old-buffers" in parts:
+        tuned = old_buffers()
+        if "disks" in parts:
+            disk_to_disk(tuned)
+    for row in REMEASURE:
+        if row in parts:
+            path_row(row)
 
 
 PARSER = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -249,6 +393,13 @@ PARSER.add_argument("--seconds", type=int, default=5)
 # disk and the window closes for a round trip now and then, which 5 s windows do not average.
 PARSER.add_argument("--disk-seconds", type=int, default=15)
 PARSER.add_argument("--budget", type=int, default=16)
+PARSER.add_argument(
+    "--parts",
+    default="old-buffers,disks,wan-long,lan-1g",
+    help="old-buffers, disks (needs old-buffers), wan-long, lan-1g",
+)
+PARSER.add_argument("--grid-best", help="a grid point measured best before ('143.1 MiB reno'): "
+                    "skip the grid and take that point into the rounds")  # fmt: skip
 ARGS = PARSER.parse_args([]) if __name__ != "__main__" else PARSER.parse_args()
 
 if __name__ == "__main__":

@@ -25,8 +25,9 @@ disks:
 
 def test_builtins() -> None:
     assert builtin_spec_names() == [
-        "hdd", "hdd-5400", "raid0", "raid0-one-bus", "raid0-wide", "raid5", "single-disk",
-        "ssd", "stripe", "three-disks-one-bus", "three-hdds-one-bus", "two-buses", "wan",
+        "hdd", "hdd-5400", "lan-1g", "raid0", "raid0-one-bus", "raid0-wide", "raid5",
+        "single-disk", "ssd", "stripe", "three-disks-one-bus", "three-hdds-one-bus", "two-buses",
+        "wan", "wan-long",
         "wan-lossy", "wan-old-buffers",
     ]  # fmt: skip
     for name in builtin_spec_names():
@@ -124,7 +125,7 @@ def test_malformed(text: str, message: str) -> None:
 
 
 def test_unknown_names(tmp_path: Path) -> None:
-    built_ins = "hdd, raid0, raid0-one-bus, raid0-wide, raid5"
+    built_ins = "hdd, hdd-5400, lan-1g, raid0, raid0-one-bus, raid0-wide, raid5"
     with pytest.raises(BadInput, match=f"no built-in lab spec 'nope' \\(built-ins: {built_ins}"):
         load_spec("nope")
     with pytest.raises(BadInput, match=r"missing\.yaml: no such spec file"):

@@ -4,8 +4,10 @@ old windows, the explanation names the receiver's window as the cap and says how
 it, the tune brings the path near its rate, and both ends hold their own settings again
 afterwards, also after kill -9 and `iotuner rollback`.
 
-Short budget: 1 s trials after 1 s of ramp, 3 search trials (under a minute; the tuned path's
-1 s trials measured 191.3 Mbit/s, cv 0.05 %); benchmarks/transfer_tune.py runs the full tune.
+Short budget: 3 search trials with --runtime 1 --ramp 1, which are floors now: the trials are
+sized by the path (issue 28), a 1-2 s ramp and 3 s = 30 RTTs measured on this 100 ms path, after
+a 7 s probe, so the first test takes about 2 minutes (it was under one with 1 s trials);
+benchmarks/transfer_tune.py runs the full tune.
 """
 
 from __future__ import annotations

@@ -31,11 +31,12 @@ def test_client_command_is_bounded_and_reports_json(tmp_path: Path) -> None:
     source = tmp_path / "source"
     source.write_bytes(b"x")
     options = TransferOptions(seconds=5, omit=1, congestion="cubic", window=1 << 20,
-                              send_file=str(source))  # fmt: skip
+                              send_file=str(source), interval=0.3)  # fmt: skip
     cmd = client_command(LAB, options)
     assert cmd[:4] == ["ip", "netns", "exec", "iotuner-x-sender"]
     assert cmd[4:7] == ["iperf3", "-c", "10.77.0.2"]
-    for pair in (["--json"], ["-t", "5"], ["-O", "1"], ["-C", "cubic"], ["-w", "1048576"],
+    for pair in (["--json"], ["-t", "5"], ["-O", "1"], ["-i", "0.3"], ["-C", "cubic"],
+                 ["-w", "1048576"],
                  ["-F", str(source)]):  # fmt: skip
         assert " ".join(pair) in " ".join(cmd)
     assert options.kind == "disk-to-memory"
@@ -48,7 +49,9 @@ def test_client_command_is_bounded_and_reports_json(tmp_path: Path) -> None:
     [
         (TransferOptions(seconds=0), "transfer seconds must be 1 to 300, got 0"),
         (TransferOptions(seconds=301), "transfer seconds must be 1 to 300"),
-        (TransferOptions(omit=11), "transfer omit must be 0 to 10"),
+        (TransferOptions(omit=61), "transfer omit must be 0 to 60"),
+        (TransferOptions(interval=0.05), "transfer interval must be 0.1 to 60 seconds"),
+        (TransferOptions(interval=float("nan")), "transfer interval must be 0.1 to 60"),
         (TransferOptions(parallel=0), "transfer parallel must be 1 to 16"),
         (TransferOptions(congestion="cubic; reboot"), "congestion control must match"),
         # `re.match` with `$` let a final newline through (issue 27).
@@ -70,6 +73,7 @@ def test_parse_a_real_report() -> None:
     assert result.kind == "memory-to-memory"
     assert 180 < result.received_mbit < 200
     assert len(result.intervals_mbit) == 8  # the omitted seconds are left out
+    assert result.ramp_mbit == (195.007, 220.216, 199.225)  # what they were, kept apart
     assert 95 < result.rtt_ms < 150
     assert 100 <= result.min_rtt_ms <= result.rtt_ms  # the least smoothed RTT: the path's 100 ms
     assert result.max_cwnd_bytes > 2_000_000  # more than the 2.5 MB path holds, less ACK-clocked
@@ -116,3 +120,18 @@ def test_committed_is_the_windows_bytes_over_the_window_and_the_flush() -> None:
     # A flush as long as the window: the disk took twice the time the network did.
     assert committed(result, result.seconds) == pytest.approx(result.received_mbit / 2, rel=1e-4)
     assert committed(replace(result, seconds=0.0), 1.0) == 0.0
+
+
+def test_the_receivers_reports_are_the_intervals_when_it_sent_them() -> None:
+    # The sender's per-interval figures count bytes written into its send buffer: on a 100
+    # Mbit/s, 200 ms lab path a 2 s run's sender reported 227 Mbit/s in an interval. The
+    # receiver's (iperf3 -s --json, fetched with --get-server-output) count what arrived.
+    data = json.loads((DATA / "iperf3-wan.json").read_text())
+    sender = parse_result(data, "memory-to-memory").intervals_mbit
+    arrived = [{"sum": {"bits_per_second": 90e6 + 1e6 * n, "omitted": n < 2}} for n in range(6)]
+    data["server_output_json"] = {"intervals": arrived}
+    result = parse_result(data, "memory-to-memory")
+    assert result.intervals_mbit == (92.0, 93.0, 94.0, 95.0) != sender
+    assert result.ramp_mbit == (90.0, 91.0)
+    data["server_output_json"] = "a peer's iperf3 -s writing text"
+    assert parse_result(data, "memory-to-memory").intervals_mbit == sender

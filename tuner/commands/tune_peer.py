@@ -16,6 +16,7 @@ from __future__ import annotations
 import socket
 import time
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,8 @@ from tuner.tune.transfer_explain import (
     needed_window,
     transfer_document,
 )
-from tuner.tune.transfer_peer import bounded, path_rate, peer_ends
+from tuner.tune.transfer_path import size_trials
+from tuner.tune.transfer_peer import bounded, path_rate, peer_ends, peer_path
 from tuner.tune.view import TuneView
 
 
@@ -67,7 +69,6 @@ def tune_peer(
 ) -> None:
     """Tune this host's side of a transfer to `peer` (the module's docstring) and print it."""
     console = Console(stderr=as_json)
-    seconds, omit = max(1, round(config.runtime_s)), round(config.ramp_s)
     started = time.monotonic()
     console.print(f"measuring the path to {peer} (iperf3 -s there)", style="dim", highlight=False,
                   markup=False)  # fmt: skip
@@ -83,7 +84,14 @@ def tune_peer(
         console.print(f"path: RTT {measured.rtt_ms:g} ms, {measured.rate_mbit:g} Mbit/s over "
                       f"{measured.streams} streams; windows sized for {rate:g} Mbit/s ({how})",
                       style="dim", highlight=False, markup=False)  # fmt: skip
+        # The path's RTT is the peer check's (TCP's least, on eight streams).
+        sized = size_trials(engine, peer_path(measured, route, rate), window_high(rate,
+                            measured.rtt_ms), config.runtime_s, config.ramp_s,
+                            (measured.rtt_ms, "TCP's least RTT"))[0]  # fmt: skip
+        console.print(sized.line(), style="dim", highlight=False, markup=False)
+        seconds, omit = sized.length.measure_s, sized.length.ramp_s
         ends = stack.enter_context(peer_ends(measured, route, rate, source_dir, seconds + omit))
+        ends = replace(ends, interval_s=sized.length.interval_s, horizon_s=sized.horizon_s)
         console.print("measuring the parts at the settings found", style="dim")
         before = measure_parts(engine, ends, seconds, omit, {})
         rtt = before[MEMORY].min_rtt_ms or measured.rtt_ms
@@ -105,6 +113,7 @@ def tune_peer(
         explanation = explain(carried, carried, windows, before, after, peer=str(peer))
         result = as_written(result, space)
     document = transfer_document(result, explanation)
+    document["trial_length"] = {**sized.document(), "longer_ramps_s": dict(search.ramps)}
     document["peer"] = {"peer": str(peer), "address": ends.ends.address,
                         "interface": route.interface if route else None,
                         "windows_sized_for_mbit": rate, "how": how}  # fmt: skip

@@ -2,6 +2,8 @@
 
 The ends are the network lab's namespaces: the lab that is up (`iotuner lab up SPEC` with a
 `network:`), or, when none is, `wan-old-buffers` brought up for the tune and torn down after.
+The path is measured first (its RTT, and where a run at the largest window stops rising:
+tuner/tune/transfer_path.py) and every trial lasts as long as that path needs.
 Before the search, the paper's parts are measured at the settings found (memory to memory,
 and disk to memory, memory to disk, disk to disk where the ends have disks); after it, at the
 recommended settings. Both ends' settings are journaled and restored after every trial, as in
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -33,6 +36,7 @@ from tuner.tune.transfer import (
     TransferSearch,
     as_written,
     lab_ends,
+    lab_path,
     measure_parts,
     search_transfer,
     transfer_space,
@@ -46,6 +50,7 @@ from tuner.tune.transfer_explain import (
     needed_window,
     transfer_document,
 )
+from tuner.tune.transfer_path import measure_rtt, size_trials
 from tuner.tune.view import TuneView
 
 WORKLOAD = "disk-to-network"
@@ -87,14 +92,22 @@ def tune_transfer(
             "could not be applied; the result (--json) names the settings for your hosts"
         )
     console = Console(stderr=as_json)
-    seconds, omit = max(1, round(config.runtime_s)), round(config.ramp_s)
     with ExitStack() as stack:
         spec, net = stack.enter_context(_network(console))
-        ends = stack.enter_context(lab_ends(net, seconds + omit))
         journal = stack.enter_context(Journal())
         engine = stack.enter_context(TunableEngine(live_sysroot(), journal))
         stack.enter_context(restore_on_signals(engine))
         tunables = engine.tunables
+        console.print("measuring the path (its RTT, then one run at the largest window the "
+                      "search tries)", style="dim")  # fmt: skip
+        path = lab_path(net)
+        path_rtt = measure_rtt(engine, path)
+        sized = size_trials(engine, path, window_high(net.rate_mbit, path_rtt[0]),
+                            config.runtime_s, config.ramp_s, path_rtt)[0]  # fmt: skip
+        console.print(sized.line(), style="dim", highlight=False, markup=False)
+        seconds, omit = sized.length.measure_s, sized.length.ramp_s
+        ends = stack.enter_context(lab_ends(net, seconds + omit))
+        ends = replace(ends, interval_s=sized.length.interval_s, horizon_s=sized.horizon_s)
         wmem, rmem = windows_now(tunables, ends)
         console.print("measuring the parts at the settings found", style="dim")
         before = measure_parts(engine, ends, seconds, omit, {})
@@ -117,5 +130,6 @@ def tune_transfer(
         windows = Windows(wmem, rmem, before[MEMORY].max_snd_wnd_bytes)
         explanation = explain(net.rate_mbit, ends.goodput_mbit, windows, before, after)
         result = as_written(result, space)
-    report_transfer(console, result, explanation, transfer_document(result, explanation), as_json,
-                    lab=True)  # fmt: skip  # the network lab's two ends
+    document = transfer_document(result, explanation)
+    document["trial_length"] = {**sized.document(), "longer_ramps_s": dict(search.ramps)}
+    report_transfer(console, result, explanation, document, as_json, lab=True)  # the lab's two ends

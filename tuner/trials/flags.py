@@ -26,8 +26,11 @@ CUT_SHORT = "cut-short"
 UNSETTLED = "cache-unsettled"
 """A capped random reader's ramp did not turn its page cache over: a warm-up's figures."""
 NOT_STEADY = "unsettled"
-"""A disk trial reached its ceiling with its throughput still changing (tuner/trials/steady.py):
-a transient's figures."""
+"""A trial whose figures are a transient's: a disk trial reached its ceiling with its throughput
+still changing (tuner/trials/steady.py), or a transfer's goodput still rose across its measured
+part, slow start or the window's growth not over (tuner/trials/transfer_length.py)."""
+RISING = NOT_STEADY
+"""The transfer's name for it: one kind, so one rule in the guards and one hint."""
 OUT_OF_MEMORY = "out-of-memory"
 """The kernel killed fio for memory in the trial's cgroup: production's cache share plus fio's
 own memory left no room for what this point reads at once (readahead, buffers)."""

@@ -31,7 +31,8 @@ from tuner.tunables.netns import in_netns
 IPERF3_MISSING = "iperf3 not found: install the Debian package iperf3"
 MAX_OUTPUT_BYTES = 4 << 20
 MAX_SECONDS = 300
-MAX_OMIT = 10
+MAX_OMIT = 60  # a 2 s RTT path's slow start (tuner/trials/transfer_length.py, RAMP_MOST_S)
+INTERVAL_S = (0.1, 60.0)  # iperf3's bounds on -i
 MAX_PARALLEL = 16
 MAX_WINDOW = 1 << 30
 MARGIN_S = 30.0
@@ -70,10 +71,13 @@ class TransferOptions:
     `window` sets SO_SNDBUF/SO_RCVBUF (iperf3 -w; the kernel caps it at net.core.*mem_max),
     None leaves TCP's autotuning within tcp_rmem/tcp_wmem. `send_file` is read by the
     sender (disk to memory), `receive_file` written by the receiver (memory to disk).
+    `interval` is iperf3's report interval in seconds (-i): one round trip lets the ramp's
+    and the measured part's per-RTT goodput be read from the same run.
     """
 
     seconds: int = 10
     omit: int = 2
+    interval: float = 1.0
     parallel: int = 1
     congestion: str | None = None
     window: int | None = None
@@ -92,9 +96,11 @@ class TransferOptions:
 class TransferResult:
     """What one iperf3 run measured (Mbit/s are 10^6 bits of TCP payload per second).
 
-    `received_mbit` is the receiver's goodput over the measured seconds, `intervals_mbit` the
-    sender's per second (their spread shows a steady path or a sawtooth); `rtt_ms` and
-    `max_cwnd_bytes` are the sender's TCP view (mean smoothed RTT, largest congestion window).
+    `received_mbit` is the receiver's goodput over the measured seconds, `intervals_mbit` its
+    goodput per report interval (their spread shows a steady path or a sawtooth; the
+    sender's figures, which count bytes still in its buffer, when the receiver's are not to
+    be had); `rtt_ms` and `max_cwnd_bytes` are the sender's TCP view (mean smoothed RTT,
+    largest congestion window).
     `committed_mbit` (memory to disk, disk to disk): the bytes of the measured seconds over
     the time until they were on the disk (`committed`: fsync after iperf3 ends), since
     iperf3's buffered writes would otherwise only show the page cache; 0 without a receive
@@ -120,6 +126,7 @@ class TransferResult:
     max_snd_wnd_bytes: int = 0
     limits: TcpLimits | None = None
     remote_host: str = ""
+    ramp_mbit: tuple[float, ...] = ()
 
     @property
     def goodput_mbit(self) -> float:
@@ -133,6 +140,9 @@ def check_options(options: TransferOptions) -> None:
         raise BadInput(f"transfer seconds must be 1 to {MAX_SECONDS}, got {options.seconds}")
     if not 0 <= options.omit <= MAX_OMIT:
         raise BadInput(f"transfer omit must be 0 to {MAX_OMIT} seconds, got {options.omit}")
+    if not INTERVAL_S[0] <= options.interval <= INTERVAL_S[1]:
+        raise BadInput(f"transfer interval must be {INTERVAL_S[0]:g} to {INTERVAL_S[1]:g} "
+                       f"seconds, got {options.interval!r}")  # fmt: skip
     if not 1 <= options.parallel <= MAX_PARALLEL:
         raise BadInput(f"transfer parallel must be 1 to {MAX_PARALLEL}, got {options.parallel}")
     if options.congestion is not None and not _CONGESTION.fullmatch(options.congestion):
@@ -152,7 +162,10 @@ def check_options(options: TransferOptions) -> None:
 def run_transfer(ends: Ends, options: TransferOptions) -> TransferResult:
     """Run one iperf3 trial between `ends`; TransferError if iperf3 fails or times out."""
     _check(ends, options)
-    server_cmd = ["iperf3", "-s", "-1", "-B", ends.address, "-p", str(ends.port)]
+    # JSON at the receiver, a report each interval: the client fetches it (--get-server-output)
+    # and its per-interval figures are what arrived, not what the sender buffered.
+    server_cmd = ["iperf3", "-s", "-1", "-B", ends.address, "-p", str(ends.port), "--json",
+                  "-i", f"{options.interval:g}"]  # fmt: skip
     if options.receive_file:
         server_cmd += ["-F", options.receive_file]
     server = subprocess.Popen(
@@ -193,11 +206,12 @@ def committed(result: TransferResult, flush_s: float) -> float:
 
 
 def client_command(ends: Ends, options: TransferOptions) -> list[str]:
-    """The sender's iperf3 command line (JSON out, bounded time, one report a second)."""
+    """The sender's iperf3 command line (JSON out, bounded time, a report each interval)."""
     cmd = [
-        "iperf3", "-c", ends.address, "-p", str(ends.port), "--json", "-i", "1",
+        "iperf3", "-c", ends.address, "-p", str(ends.port), "--json",
+        "-i", f"{options.interval:g}",
         "-t", str(options.seconds), "-O", str(options.omit), "-P", str(options.parallel),
-        "--connect-timeout", "5000",
+        "--connect-timeout", "5000", "--get-server-output",
     ]  # fmt: skip
     if options.congestion:
         cmd += ["-C", options.congestion]
@@ -262,10 +276,16 @@ def parse_result(data: dict[str, Any], kind: str) -> TransferResult:
         end = data["end"]
         sent, received = end["sum_sent"], end["sum_received"]
         streams = [s["sender"] for s in end["streams"]]
+        reports = _receiver_intervals(data) or data["intervals"]
         intervals = tuple(
             round(_number(i["sum"]["bits_per_second"]) / 1e6, 3)
-            for i in data["intervals"]
+            for i in reports
             if not i["sum"].get("omitted", False)
+        )
+        ramp = tuple(
+            round(_number(i["sum"]["bits_per_second"]) / 1e6, 3)
+            for i in reports
+            if i["sum"].get("omitted", False)
         )
         cpu = end.get("cpu_utilization_percent", {})
         rtts = [_number(s.get("mean_rtt", 0)) for s in streams]
@@ -289,9 +309,18 @@ def parse_result(data: dict[str, Any], kind: str) -> TransferResult:
                 max((_number(s.get("max_snd_wnd", 0)) for s in streams), default=0)
             ),
             remote_host=_remote_host(data.get("start")),
+            ramp_mbit=ramp,
         )
     except (AttributeError, KeyError, TypeError, ValueError, ZeroDivisionError) as err:
         raise TransferError(f"iperf3's JSON is missing or malformed at {err}") from None
+
+
+def _receiver_intervals(data: dict[str, Any]) -> list[Any] | None:
+    """The receiver's per-interval reports, when its iperf3 wrote JSON and the client fetched
+    it (`server_output_json`; a named peer's server may write text instead): None otherwise."""
+    server = data.get("server_output_json")
+    reports = server.get("intervals") if isinstance(server, dict) else None
+    return reports if isinstance(reports, list) and reports else None
 
 
 def _remote_host(start: object) -> str:

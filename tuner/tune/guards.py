@@ -12,7 +12,8 @@ sample); what the optimiser is told depends on why:
   x432 "gain" from a cached mmap reader won);
 - the point could not be measured as set up (a data set read through too early, a page cache
   that had not settled within the longest ramp, a window whose throughput was still changing
-  at the trial's ceiling, fio killed for memory in the trial's cgroup):
+  at the trial's ceiling or a transfer whose goodput still rose across its measured seconds
+  (a transient's figure), fio killed for memory in the trial's cgroup):
   told nothing; the optimiser never asks the same point again.
 
 One flag only informs: a trial the I/O cap (`--io-cap`) ended early reports fio's bytes over
@@ -72,7 +73,8 @@ HINTS = {
     CUT_SHORT: "raise --io-cap or shorten --runtime",
     UNSETTLED: "raise --ramp until the workload has read its page cache's size before each "
     "window, or give a larger --cache-memory share",
-    NOT_STEADY: "give trials more time (--time), or check what else uses the device",
+    NOT_STEADY: "give trials more time (--time; a transfer: --ramp past its slow start, which the "
+    "path's probe names), or check what else uses the device or the path",
     OUT_OF_MEMORY: "give the page cache production really leaves (--cache-memory): the trial's "
     "memory cgroup holds that share of the data set plus fio's own memory, and no more",
 }

@@ -20,10 +20,11 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +35,10 @@ from tuner.search.space import HOST, Point, SearchSpace, SpaceContext, space_for
 from tuner.topology.model import Topology
 from tuner.topology.walk import reads_enter
 from tuner.trials.diskstats import read_diskstats, total
-from tuner.trials.flags import PAGE_CACHE, Flag
+from tuner.trials.flags import PAGE_CACHE, RISING, Flag
 from tuner.trials.targets import TrialTarget
 from tuner.trials.transfer import Ends, TransferOptions, TransferResult, run_client, run_transfer
+from tuner.trials.transfer_length import RAMP_MOST_S, still_rising
 from tuner.trials.trial import TrialResult
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import TunableError
@@ -55,6 +57,8 @@ advertises about half of a receive buffer (the rest is overhead) and a sender ke
 in flight until it is acknowledged, so filling a path takes about twice its BDP; eight leaves
 room for what the search must find out."""
 WINDOW_LEAST, WINDOW_MOST = 4 << 20, 1 << 30
+LONGER_RAMPS = 2
+"""How often a still-rising trial is run again with its ramp doubled (4 x the probe's at most)."""
 SOURCE_MARGIN = 1.5
 CACHED_BELOW = 0.5
 """A source device that read less than this share of what was sent served it from memory."""
@@ -75,6 +79,9 @@ class TransferEnds:
     readahead acts on); `sink` a private directory on the receiver's file system.
     `receiver` is None for a named peer, whose settings this host cannot reach; `listening`
     says an `iperf3 -s` already runs there (the peer's), so a trial starts the client only.
+    `interval_s` is iperf3's report interval (one round trip once the path is measured), and
+    `horizon_s` the longest the path's TCP window can still be growing (growth_horizon_s):
+    a trial whose ramp outlasts it is not judged still rising.
     """
 
     ends: Ends
@@ -85,6 +92,8 @@ class TransferEnds:
     source: TrialTarget | None = None
     sink: str | None = None
     listening: bool = False
+    interval_s: float = 1.0
+    horizon_s: float = float("inf")
 
     @property
     def kind(self) -> str:
@@ -100,7 +109,15 @@ class TransferEnds:
         """One trial's iperf3 options; `files` False for a memory-to-memory trial."""
         send = self.source.path if files and self.source else None
         receive = str(Path(self.sink) / "received") if files and self.sink else None
-        return TransferOptions(seconds=seconds, omit=omit, send_file=send, receive_file=receive)
+        return TransferOptions(seconds=seconds, omit=omit, interval=self.interval_s,
+                               send_file=send, receive_file=receive)  # fmt: skip
+
+
+def lab_path(net: LabNetwork) -> TransferEnds:
+    """The ends of the lab's path, memory at both (to measure the path before files are
+    sized for the trials' length)."""
+    return TransferEnds(Ends.of_lab(net), target_for(net.sender), target_for(net.receiver),
+                        net.rate_mbit, net.mtu)  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -117,8 +134,7 @@ def lab_ends(net: LabNetwork, seconds: float) -> Iterator[TransferEnds]:
         if net.receiver_mount:
             sink = tempfile.mkdtemp(prefix="iotuner-transfer-", dir=net.receiver_mount)
             stack.callback(shutil.rmtree, sink, True)
-        yield TransferEnds(Ends.of_lab(net), target_for(net.sender), target_for(net.receiver),
-                           net.rate_mbit, net.mtu, source, sink)  # fmt: skip
+        yield replace(lab_path(net), source=source, sink=sink)
 
 
 def window_high(rate_mbit: float, rtt_ms: float) -> int:
@@ -188,7 +204,9 @@ def transfer_trial(
 
     The source file leaves the page cache before the trial (the sender must read its disk);
     the source's devices are counted, and a trial whose sender read much less than it sent
-    is flagged: memory's speed, not the disk's. The received file is removed after it.
+    is flagged: memory's speed, not the disk's. So is one whose goodput still rose across its
+    measured seconds (cut short of its settle point: a transient's figure). The received
+    file is removed after it.
     """
     try:
         applied = engine.apply(settings) if settings else []
@@ -209,12 +227,35 @@ def transfer_trial(
     if devices and moved.read_bytes < CACHED_BELOW * sent:
         flags = (Flag(PAGE_CACHE, f"the source device read {moved.read_bytes >> 20} MiB of "
                                   f"the {sent >> 20} MiB sent: served from memory"),)  # fmt: skip
+    if options.omit < ends.horizon_s and still_rising(result.intervals_mbit):
+        flags += (rising_flag(result, options),)
     # The session scores MB/s (the objective shows them as Mbit/s): what reached its end.
     mbps = result.goodput_mbit / 8
     trial = TrialResult(mbps=mbps, iops=0.0, p99_latency_us=None, fio_bytes=sent,
                         device_bytes=moved.read_bytes if devices else 0,
                         seconds=time.monotonic() - started, flags=flags)  # fmt: skip
     return result, PointTrial(trial, had)
+
+
+def rising_flag(result: TransferResult, options: TransferOptions) -> Flag:
+    """The flag of a trial whose goodput still rose across its measured seconds."""
+    third = max(1, len(result.intervals_mbit) // 3)
+    first = statistics.median(result.intervals_mbit[:third])
+    last = statistics.median(result.intervals_mbit[-third:])
+    return Flag(RISING, f"goodput still rose from {first:g} to {last:g} Mbit/s across the "
+                        f"{options.seconds} s measured after a {options.omit} s ramp: not "
+                        "settled")  # fmt: skip
+
+
+def buffer_triple(tunables: Tunables, key: str, target: str | None) -> tuple[int, int, int] | None:
+    """A tcp_rmem/tcp_wmem triple as it is at `target` (None: unreadable, or a named peer's)."""
+    try:
+        value = tunables.read(key, target) if target is not None else ()
+    except TunableError:
+        return None
+    if isinstance(value, tuple) and len(value) == 3:
+        return int(value[0]), int(value[1]), int(value[2])
+    return None
 
 
 def as_written(result: TuneResult, space: SearchSpace) -> TuneResult:
@@ -284,7 +325,22 @@ def search_transfer(
     options = ends.options(search.seconds, search.omit)
 
     def trial(point: Point) -> PointTrial:
-        return transfer_trial(engine, space.host_settings(point), ends, options)[1]
+        settings = space.host_settings(point)
+        algorithm = str(settings.get((CONGESTION, ends.sender), ""))
+        ramp = search.ramps.get(algorithm, options.omit)
+        done = transfer_trial(engine, settings, ends, replace(options, omit=ramp))[1]
+        # The probe ran one congestion control; another may take longer to fill the path
+        # (reno on wan-long still rose 20 % after the probe's 4 s): run it again with a longer
+        # ramp, within the path's growth horizon, and keep that ramp for the algorithm.
+        for _ in range(LONGER_RAMPS):
+            if not any(f.kind == RISING for f in done.result.flags):
+                break
+            longer = min(2 * ramp, RAMP_MOST_S)
+            if longer == ramp or ramp >= ends.horizon_s:
+                break
+            ramp = search.ramps[algorithm] = longer
+            done = transfer_trial(engine, settings, ends, replace(options, omit=ramp))[1]
+        return done
 
     session = Search(f"{search.label} ({options.kind})", search.workload.name, space,
                      search.config, search.bound(trial), on_trial=search.on_trial)  # fmt: skip
@@ -315,7 +371,9 @@ class TransferSearch:
     """How a transfer tune searches: its label (the path, without the trial's kind), the
     workload and config, the window the path needs (the rules' point), the receiver's dirty
     allowance where it writes a file, trial length, the view's callback, and a wrapper
-    bounding each trial (a peer tune's overall time)."""
+    bounding each trial (a peer tune's overall time). A trial still rising after its ramp
+    runs again with the ramp doubled, up to LONGER_RAMPS times, and its congestion control
+    keeps that ramp (`ramps`)."""
 
     label: str
     workload: Workload
@@ -326,3 +384,5 @@ class TransferSearch:
     on_trial: Callable[[TrialRecord], None]
     dirtyable: int | None = None
     bound: Callable[[Runner], Runner] = _unbounded
+    ramps: dict[str, int] = field(default_factory=dict)
+    """The longer ramps congestion controls needed (filled in by the search)."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 from tuner.errors import IotunerError
 from tuner.search.space import HOST, Point
@@ -51,6 +52,14 @@ def path_rate(measured: PathMeasurement, wmem_max: int, route: Route | None) -> 
     return measured.rate_mbit, f"measured, a floor: {floor}"
 
 
+def peer_path(measured: PathMeasurement, route: Route | None, rate_mbit: float) -> TransferEnds:
+    """This host (its "host" settings) sending to the peer at the address iperf3 resolved,
+    memory at both ends (to measure the path before a source file is sized)."""
+    ends = Ends(None, None, measured.address or measured.peer.host, measured.peer.port)
+    mtu = route.mtu if route is not None else DEFAULT_MTU
+    return TransferEnds(ends, HOST, None, rate_mbit, mtu, listening=True)
+
+
 @contextlib.contextmanager
 def peer_ends(
     measured: PathMeasurement,
@@ -68,9 +77,7 @@ def peer_ends(
             size = min(int(rate_mbit * 1e6 / 8 * seconds * SOURCE_MARGIN) + (16 << 20),
                        MAX_SOURCE_BYTES)  # fmt: skip
             source = stack.enter_context(TrialTarget.scratch(source_dir, size))
-        ends = Ends(None, None, measured.address or measured.peer.host, measured.peer.port)
-        mtu = route.mtu if route is not None else DEFAULT_MTU
-        yield TransferEnds(ends, HOST, None, rate_mbit, mtu, source, None, listening=True)
+        yield replace(peer_path(measured, route, rate_mbit), source=source)
 
 
 def bounded(runner: Runner, started: float, bound_s: float = TUNE_BOUND_S) -> Runner:

@@ -1,0 +1,110 @@
+"""Transfer trials sized by the path (tuner/trials/transfer_length.py): the settle point read
+from iperf3's per-RTT goodput, and the trial length a path gets from it.
+
+The slow-start run is a real one: iperf3 on the lab's wan-long path (500 Mbit/s, 300 ms) at a
+64 MiB window, a report every 0.3 s, nothing left out (data/iperf3-wan-long-slow-start.json;
+the sender's reports: the receiver's were not fetched then).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tuner.trials.transfer import parse_result
+from tuner.trials.transfer_length import (
+    MEASURE_RTTS,
+    PathProbe,
+    growth_horizon_s,
+    measure_seconds,
+    probe_seconds,
+    read_probe,
+    report_interval,
+    settle_index,
+    slow_start_rtts,
+    still_rising,
+    trial_length,
+)
+
+DATA = Path(__file__).parent / "data"
+
+
+def slow_start_run() -> tuple[float, ...]:
+    data = json.loads((DATA / "iperf3-wan-long-slow-start.json").read_text())
+    return parse_result(data, "memory-to-memory").intervals_mbit
+
+
+def test_the_long_paths_run_settles_after_its_slow_start() -> None:
+    intervals = slow_start_run()
+    probe = read_probe(intervals, 300.0, 0.3, measure_seconds(300.0, 4.0))
+    # Slow start: 2, 1, 5, 6, 17 ... 384 Mbit/s over ten 0.3 s reports, then ~470 each.
+    assert probe.settle_s is not None and 2.4 <= probe.settle_s <= 3.3
+    assert probe.rise_rtts is not None and 8 <= probe.rise_rtts <= 11
+    assert 440 < probe.plateau_mbit < 500
+    # A 1 s ramp and 3 s measured (the old fixed trial) sees the transient: still rising.
+    assert still_rising(intervals[3:13])
+    # The run's measured part after the settle point is flat, its one stall (210, 0, 280
+    # Mbit/s: a shared machine) notwithstanding.
+    assert not still_rising(intervals[12:])
+
+
+def test_a_run_that_ends_in_slow_start_has_no_settle_point() -> None:
+    assert settle_index(slow_start_run()[:11], tail=5) is None
+
+
+def test_the_trial_length_follows_the_path() -> None:
+    long = trial_length(PathProbe(300.0, 472.0, 2.4, 0.3), 4.0, 1.0, probe_s=19)
+    short = trial_length(PathProbe(1.0, 940.0, 0.0, 0.1), 4.0, 1.0, probe_s=5)
+    assert long.ramp_s > short.ramp_s and long.measure_s > short.measure_s
+    assert long.measure_s * 1000 >= MEASURE_RTTS * 300  # 30 round trips
+    # 30 RTTs of 100.3 ms are 3 s, not 4: within 5 % of a whole second rounds down.
+    assert measure_seconds(100.3, 1.0) == 3 and measure_seconds(320.0, 1.0) == 10
+    assert (long.ramp_s, long.measure_s) == (3, 9)  # 2.4 s + two RTTs
+    assert long.why == ("ramp 3 s: goodput rose for 8 RTTs of 300 ms (2.4 s); "
+                        "measured 9 s = 30 RTTs")  # fmt: skip
+    # --runtime and --ramp are floors: the short path keeps them and says so.
+    assert (short.ramp_s, short.measure_s) == (1, 4)
+    assert short.why == (
+        "ramp 1 s: goodput was at its plateau from the first report (RTT 1 ms) "
+        "(--ramp's floor); measured 4 s = 4000 RTTs (--runtime's floor)"
+    )
+
+
+def test_a_probe_that_never_settled_gives_its_longest_ramp_and_says_so() -> None:
+    length = trial_length(PathProbe(300.0, 100.0, None, 0.3), 4.0, 1.0, probe_s=19)
+    assert length.ramp_s == 19 - 9
+    assert "still rose at the end of a 19 s probe" in length.why
+
+
+@pytest.mark.parametrize(
+    ("rtt_ms", "interval"),
+    [(0.05, 0.1), (1.0, 0.1), (100.4, 0.1), (106.0, 0.2), (301.0, 0.3), (5000.0, 2.0)],
+)
+def test_reports_come_once_a_round_trip(rtt_ms: float, interval: float) -> None:
+    assert report_interval(rtt_ms) == interval
+
+
+def test_slow_start_and_the_probe_grow_with_the_product() -> None:
+    # 18.75 MB from ten 1448-byte segments: 2^11 = 2048 x 14.5 kB > 18.75 MB.
+    assert slow_start_rtts(18_750_000, 1500) == 11
+    assert slow_start_rtts(125_000, 1500) == 4
+    assert slow_start_rtts(10_000, 1500) == 1
+    assert probe_seconds(300.0, 18_750_000, 1500, 4.0) > probe_seconds(1.0, 125_000, 1500, 4.0)
+
+
+def test_noise_and_a_plateau_are_not_a_rise() -> None:
+    assert not still_rising([470, 430, 480, 470, 455, 490, 470, 480, 440])
+    assert not still_rising([2.9, 1.5, 2.9, 2.9, 1.5, 2.9])  # aliased once-per-RTT bursts
+    assert not still_rising([5.0, 6.0])  # too few to say
+    assert still_rising([100, 120, 150, 200, 260, 300])
+
+
+def test_a_rise_is_the_windows_only_within_its_growth_horizon() -> None:
+    # 1 Gbit/s x 1 ms: 86 segments, back from half in 43 round trips = 43 ms. A 13 % rise
+    # over seconds there (the lab's lan-1g baseline on a shared VM, CPU-bound delay line)
+    # is not TCP's window: a 1 s ramp outlasts the horizon and the trial is not judged.
+    assert 0.04 < growth_horizon_s(1.0, 125_000, 1500) < 0.05
+    # 500 Mbit/s x 300 ms: 12,950 segments, reno's climb back takes half an hour.
+    assert growth_horizon_s(300.0, 18_750_000, 1500) > 1000
