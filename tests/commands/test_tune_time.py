@@ -40,6 +40,7 @@ def test_piped_progress_is_one_plain_line_per_trial(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "\x1b" not in out and "\r" not in out, "control characters in piped output"
+    assert "…" not in out, "a value cut short in piped output (issue 30: never cut)"
     lines = [line for line in out.splitlines() if line.startswith("trial ")]
     numbers = [int(LINE.match(line).group(1)) for line in lines if LINE.match(line)]  # type: ignore[union-attr]
     assert len(numbers) == len(lines), lines

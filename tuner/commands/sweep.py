@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from tuner.console import output_console
 from tuner.errors import BadInput
 from tuner.results import save_result
 from tuner.sweep.analysis import analyse
@@ -55,7 +55,7 @@ def sweep(
     target = TrialTarget.device(path)
     if not os.access(path, os.R_OK):
         raise BadInput(f"{path}: not readable by this user (run as root or in group disk)")
-    console = Console(stderr=True)
+    console = output_console(stderr=True)
     ramp = min(0.25, runtime / 4)
     console.print(
         f"{path}: {len(grid.sizes)} sizes x {len(grid.depths)} depths, {runtime:g} s a cell "
@@ -95,7 +95,7 @@ def sweep(
     if as_json:
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
     else:
-        Console().print(render_sweep(done, found))
+        output_console().print(render_sweep(done, found))
 
 
 def _device_path(device: str) -> str:

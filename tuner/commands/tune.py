@@ -17,6 +17,7 @@ from rich.console import Console
 from probes.host_root import live_host
 from probes.hostfs import digits
 from tuner import completion
+from tuner.console import output_console
 from tuner.errors import BadInput, IotunerError
 from tuner.lab.session import lab_session
 from tuner.outfile import check_output_path
@@ -245,7 +246,7 @@ def tune(
         return
     cap = None if io_cap is None else io_cap * 10**6
     goal = objective_for(chosen.fio) if objective == "auto" else objective
-    console = Console(stderr=as_json)
+    console = output_console(stderr=as_json)
     went: list[tuple[str, str]] = []  # values whose device went before they could be restored
     try:
         with ExitStack() as stack:

@@ -20,9 +20,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from tuner.commands.transfer_report import report_transfer
+from tuner.console import output_console
 from tuner.plan import plan_from_tune, write_plan
 from tuner.rules.model import Workload
 from tuner.search.space import HOST
@@ -68,7 +67,7 @@ def tune_peer(
     plan_out: Path | None,
 ) -> None:
     """Tune this host's side of a transfer to `peer` (the module's docstring) and print it."""
-    console = Console(stderr=as_json)
+    console = output_console(stderr=as_json)
     started = time.monotonic()
     console.print(f"measuring the path to {peer} (iperf3 -s there)", style="dim", highlight=False,
                   markup=False)  # fmt: skip

@@ -20,6 +20,7 @@ from pathlib import Path
 from rich.console import Console
 
 from tuner.commands.transfer_report import report_transfer
+from tuner.console import output_console
 from tuner.errors import BadInput
 from tuner.lab.model import LabNetwork
 from tuner.lab.session import lab_session
@@ -91,7 +92,7 @@ def tune_transfer(
             "--plan-out: the lab's namespaces are gone after the tune, so a plan naming them "
             "could not be applied; the result (--json) names the settings for your hosts"
         )
-    console = Console(stderr=as_json)
+    console = output_console(stderr=as_json)
     with ExitStack() as stack:
         spec, net = stack.enter_context(_network(console))
         journal = stack.enter_context(Journal())

@@ -26,7 +26,7 @@ from tuner.search.fidelity import (
     disagreement,
     figures,
 )
-from tuner.search.optimizer import Optimizer, SkoptOptimizer, Step, should_stop
+from tuner.search.optimizer import Optimizer, SkoptOptimizer, SpaceExhausted, Step, should_stop
 from tuner.search.rounding import rounded
 from tuner.search.simplify import simplest
 from tuner.search.space import APP, Point, SearchSpace, point_key
@@ -351,7 +351,13 @@ class Search:
         reason: str | None = None
         step_began = time.monotonic()
         while reason is None:
-            point = optimizer.ask()
+            try:
+                point = optimizer.ask()
+            except SpaceExhausted as err:
+                # A small space (a transfer's few buffer sizes and congestion controls) can be
+                # measured through before the budget is spent: the search is done, not broken.
+                reason = f"every point of the space measured ({err})"
+                break
             ei = optimizer.expected_improvement()
             phase = "initial" if len(history) < len(recommended) else "search"
             try:
