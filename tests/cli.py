@@ -14,6 +14,10 @@ def iotuner(
     """`iotuner ARGS...`; with `state`, IOTUNER_STATE_DIR points there for this run only;
     with `netns`, run inside that network namespace (`ip netns exec NAME iotuner ...`)."""
     env = dict(os.environ)
+    # pytest-xdist's workers export COLUMNS=80 and LINES=24; a user's shell sets them without
+    # exporting them, so `iotuner probe | grep` sees neither (and prints whole lines).
+    env.pop("COLUMNS", None)
+    env.pop("LINES", None)
     if state is not None:
         env["IOTUNER_STATE_DIR"] = str(state)
     inside = [] if netns is None else ["ip", "netns", "exec", netns]

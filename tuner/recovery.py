@@ -49,8 +49,7 @@ def recovers(command: str | None, args: Sequence[str] = ()) -> bool:
 def _lists_workloads(args: Sequence[str]) -> bool:
     """`tune --workload list`: it prints the workloads and changes nothing."""
     words = list(itertools.takewhile(lambda word: word != "--", args))
-    pairs = zip(words, [*words[1:], ""], strict=True)
-    return "--workload=list" in words or any(a == "--workload" and b == "list" for a, b in pairs)
+    return "--workload=list" in words or ("--workload", "list") in itertools.pairwise(words)
 
 
 def _asks_help(args: Sequence[str]) -> bool:

@@ -29,6 +29,8 @@ def test_one_device_makes_no_group_and_reads_nothing(state: Path) -> None:
     assert doc["devices"] == [devices[0]] and doc["groups"] == []
     saved = json.loads((state / "results" / "bottleneck.json").read_text())
     assert saved.pop("measured_on")["hostname"], "saved with the host it was measured on"
+    origin = saved.pop("origin")  # when, by which command, on what (issue 30 point 7)
+    assert origin["command"].startswith("iotuner bottleneck") and origin["lab"] is False
     assert saved == doc
     human = iotuner("bottleneck", "--devices", devices[0], state=state, timeout=60)
     assert "share a component above them: nothing to scale" in human.stdout

@@ -55,7 +55,7 @@ def test_tune_workload_list_prints_the_same_and_tunes_nothing(state: Path) -> No
         ("iotuner advise --workload stream-", ["stream-read", "stream-write"]),
         ("iotuner tune --workload ", [*WORKLOADS, "list"]),
         ("iotuner rules show tcp-rmem", ["tcp-rmem-below-bdp"]),
-        ("iotuner lab up hd", ["hdd"]),
+        ("iotuner lab up hd", ["hdd", "hdd-5400"]),
     ],
 )
 def test_completion_offers_the_words(words: str, expected: list[str]) -> None:

@@ -32,6 +32,8 @@ def test_json_on_a_loop_device_is_saved_for_the_report(tmp_path: Path) -> None:
     doc = json.loads(done.stdout)
     saved = json.loads((state / "results" / "sweep.json").read_text())
     assert saved.pop("measured_on")["hostname"], "saved with the host it was measured on"
+    origin = saved.pop("origin")  # when, by which command, on what (issue 30 point 7)
+    assert origin["command"].startswith("iotuner sweep") and origin["lab"] is False
     assert saved == doc
     assert doc["device"] == f"/dev/{name}" and doc["rw"] == "read" and doc["direct"] is True
     assert doc["sizes"] == [4096, 65536] and doc["depths"] == [1, 2]
