@@ -90,8 +90,11 @@ NOTHING = InForce(None, ())
 def read_in_force(database: Path) -> InForce:
     """The plans in force according to the state database at `database` (read-only);
     NOTHING when there is none, or no apply was ever journaled in it."""
-    if not database.exists():
-        return NOTHING
+    try:
+        if not database.exists():
+            return NOTHING
+    except OSError as err:  # a state directory only root may enter, asked by another user
+        raise BadInput(f"{database}: cannot read the journal ({err.strerror or err})") from None
     trusted_database(database)
     try:
         db = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30)
