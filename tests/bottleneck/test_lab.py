@@ -27,6 +27,8 @@ def _run(state: Path, devices: list[str], runtime: str) -> dict[str, Any]:
     doc = json.loads(done.stdout)
     saved = json.loads((state / "results" / "bottleneck.json").read_text())
     assert saved.pop("measured_on")["hostname"], "saved with the host it was measured on"
+    origin = saved.pop("origin")  # when, by which command, on what (issue 30 point 7)
+    assert origin["command"].startswith("iotuner bottleneck")
     assert saved == doc
     return doc
 
