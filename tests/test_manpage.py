@@ -15,13 +15,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def generated() -> str:
-    return subprocess.run([sys.executable, "-m", "tuner.manpage"], capture_output=True,
-                          text=True, check=True, cwd=REPO).stdout  # fmt: skip
+    return subprocess.run([sys.executable, "-m", "tuner.cli", "man", "--roff"],
+                          capture_output=True, text=True, check=True, cwd=REPO).stdout  # fmt: skip
 
 
 def test_docs_iotuner_1_is_generated_from_the_cli() -> None:
     assert (REPO / "docs" / "iotuner.1").read_text() == generated(), (
-        "docs/iotuner.1 is stale: python -m tuner.manpage > docs/iotuner.1"
+        "docs/iotuner.1 is stale: iotuner man --roff > docs/iotuner.1"
     )
 
 
@@ -59,9 +59,8 @@ def test_apply_destroy_data_takes_the_device_it_may_write() -> None:
 def test_files_names_every_file_apply_manages() -> None:
     """FILES lacked the boot unit (issue 30): every path apply writes is listed there."""
     from tuner.apply.render import BOOT_UNIT, SYSCTL_CONF, UDEV_RULES
-    from tuner.manpage import manpage
 
-    files = manpage().split(".SH FILES", 1)[1].split(".SH", 1)[0]
+    files = generated().split(".SH FILES", 1)[1].split(".SH", 1)[0]
     for rel in (UDEV_RULES, SYSCTL_CONF, BOOT_UNIT):
         assert f"/{rel}".replace("-", r"\-") in files or f"/{rel}" in files, rel
 

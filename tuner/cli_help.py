@@ -170,9 +170,14 @@ class LazyGroup(Group):
 
     @property  # type: ignore[override]
     def commands(self) -> dict[str, Any]:
-        """Every command, each imported now if it was not yet."""
+        """Every command, each imported now if it was not yet, in the table's order."""
         for name in self.lazy:
             self._load(name)
+        # In the help's order whichever command ran first (`iotuner man` lists itself in its
+        # place, not first); in place, as click's add_command writes into this dict.
+        ordered = {name: self._loaded[name] for name in self.list_commands(None)}
+        self._loaded.clear()
+        self._loaded.update(ordered)
         return self._loaded
 
     @commands.setter

@@ -1,8 +1,10 @@
-"""The iotuner(1) manual page, written from the command line itself: `python -m tuner.manpage`.
+"""The iotuner(1) manual page, written from the command line itself: `iotuner man --roff`.
 
 One page for the whole tool, as git(1) or systemctl(1) are: synopsis, every command with its
 help, options and examples (tuner/cli_help.py), exit status, files. Generated rather than
 written so it cannot drift from `--help`; docs/iotuner.1 is its output, checked by a test.
+The command tree comes from the caller (`iotuner man` passes its click context's root): the
+commands sit below the root app (pyproject.toml's layers), so nothing here imports it.
 
 Not click-man: it reads click's own classes (`isinstance(param, click.Option)`), and typer,
 which vendors its own copy of click, builds commands of other classes, so the page it writes
@@ -15,7 +17,7 @@ import inspect
 import re
 from typing import Any
 
-import typer.main
+from typer.core import TyperGroup
 
 from tuner import __version__
 from tuner.cli_help import EXAMPLES
@@ -82,9 +84,8 @@ Honoured by the terminal output: no colours; the width to lay tables out in.
 """
 
 
-def manpage() -> str:
-    """The whole page, in roff (man(7) macros)."""
-    root = typer.main.get_command(_app())
+def manpage(root: TyperGroup) -> str:
+    """The whole page for the command tree `root` (iotuner's root group), in roff (man(7))."""
     lines = [
         f'.TH IOTUNER 1 "" "iotuner {__version__}" "User Commands"',
         ".SH NAME",
@@ -109,12 +110,6 @@ def manpage() -> str:
         "with the paper it cites).",
     ]
     return "\n".join(lines) + "\n"
-
-
-def _app() -> typer.Typer:
-    from tuner.cli import app
-
-    return app
 
 
 def _commands(group: Any, path: list[str]) -> list[tuple[list[str], Any]]:
@@ -197,7 +192,3 @@ def _examples(commands: tuple[str, ...]) -> list[str]:
 def _escape(text: str) -> str:
     """roff's specials: backslash, and '-' as a real minus (options copy-paste right)."""
     return text.replace("\\", "\\e").replace("-", "\\-")
-
-
-if __name__ == "__main__":
-    print(manpage(), end="")

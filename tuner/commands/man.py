@@ -13,9 +13,11 @@ import sys
 from typing import Annotated
 
 import typer
+from typer.core import TyperGroup
 
 
 def man(
+    ctx: typer.Context,
     roff: Annotated[
         bool, typer.Option("--roff", help="Print the page's roff source instead of showing it.")
     ] = False,
@@ -26,7 +28,12 @@ def man(
     """
     from tuner.manpage import manpage
 
-    page = manpage()
+    # The page is written from the command tree this command runs in: the root app imports the
+    # commands, never the reverse (pyproject.toml's layers).
+    root = ctx.find_root().command
+    if not isinstance(root, TyperGroup):
+        raise TypeError(f"iotuner man runs under iotuner's root group, not {type(root).__name__}")
+    page = manpage(root)
     viewer = shutil.which("man")
     if roff or viewer is None or not sys.stdout.isatty():
         sys.stdout.write(page)
