@@ -7,9 +7,7 @@ from typing import Annotated, ClassVar
 
 import typer
 
-from tuner import __version__
 from tuner.cli_help import ARGS_KEY, Lazy, LazyGroup, examples
-from tuner.console import print_error
 from tuner.errors import IotunerError
 
 
@@ -112,6 +110,8 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
+        from tuner import __version__
+
         typer.echo(f"iotuner {__version__}")
         raise typer.Exit()
 
@@ -139,10 +139,15 @@ def main() -> None:
     try:
         app()
     except IotunerError as err:
+        # The terminal's console (rich) is imported when there is something to print: the
+        # commands that print import it themselves, `--version` does not need it.
+        from tuner.console import print_error
+
         print_error(err)
         sys.exit(err.exit_code)
     except ModuleNotFoundError as err:
         # A command whose optional part (iotuner[tune], [report], [apply]) is not installed.
+        from tuner.console import print_error
         from tuner.extras import missing_extra
 
         missing = missing_extra(err, _command(sys.argv[1:]))

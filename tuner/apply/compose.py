@@ -20,12 +20,17 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tuner.apply.render import Rendered, render, resolved_target
 from tuner.errors import BadInput
-from tuner.plan import DAEMON_SOURCE, Plan, PlanEntry, parse_plan, plan_text, read_plan_text
 from tuner.state import trusted_database
-from tuner.tunables.access import Tunables
+
+# A plan is read through every setting's rules (the tunables' registry, most of iotuner's import
+# time): imported where a plan is read or rendered, so `status` and `history` on a host with
+# nothing applied never load it.
+if TYPE_CHECKING:
+    from tuner.apply.render import Rendered
+    from tuner.plan import Plan, PlanEntry
 
 IN_FORCE = ("applied", "unchanged")
 """Statuses of a change set whose plans hold (unchanged: the host already held them)."""
@@ -111,6 +116,8 @@ def read_in_force(database: Path) -> InForce:
 
 
 def _read(db: sqlite3.Connection, where: str) -> InForce:
+    from tuner.plan import DAEMON_SOURCE, parse_plan
+
     have = {row[1] for row in db.execute("PRAGMA table_info(applies)")}
     # A journal an older iotuner wrote has neither column: each set held its own plan only.
     own = "own_plan" if "own_plan" in have else "NULL"
@@ -181,6 +188,8 @@ def compose(
 
 def union_text(composed: Composed) -> str:
     """The union as plan YAML, as the journal keeps it (and the daemon holds it)."""
+    from tuner.plan import plan_text
+
     return plan_text(composed.plan)
 
 
@@ -196,6 +205,10 @@ def render_composed(
     `database`) and render the union; returns it, its rendering and the plan file's text.
     BadInput names the plan entry at fault, or says that the plans in force no longer fit
     this host (a disk gone) and that `--replace` applies the new plan alone."""
+    from tuner.apply.render import render, resolved_target
+    from tuner.plan import parse_plan, read_plan_text
+    from tuner.tunables.access import Tunables
+
     text = read_plan_text(plan_path)
     new = parse_plan(text, str(plan_path))
     where = str(plan_path)
@@ -228,6 +241,8 @@ def render_for_verify(plan: Plan, plan_path: str, *, database: Path, root: Path,
     """What `verify PLAN` checks: when PLAN is one of the plans in force, the files as the
     union in force renders them (they hold the other plans too) with the union's values;
     otherwise PLAN alone, as apply --replace would write it."""
+    from tuner.apply.render import render
+
     found = read_in_force(database)
     if found.plan is not None and any(m.plan == plan for m in found.members):
         return render(found.plan, plan_path="the plans in force", root=root,

@@ -7,7 +7,7 @@ import sys
 from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -35,9 +35,11 @@ from tuner.rules.view import (
     unevaluated,
 )
 from tuner.topology.model import Machine
-from tuner.trials.peer import PathMeasurement, measure_path, parse_peer
 from tuner.tunables.observe import probe_with_settings
 from tuner.tunables.registry import TUNABLES
+
+if TYPE_CHECKING:
+    from tuner.trials.peer import PathMeasurement
 
 # The papers study sequential I/O and the tune's main job streams reads: advice for one workload
 # at a time, because advice for different workloads contradicts itself (readahead up or down).
@@ -123,7 +125,13 @@ def advise(
     """
     base = load_rule_base(rules)
     check_workload(base, workload)
-    target = parse_peer(peer) if peer is not None else None
+    target = None
+    if peer is not None:
+        # Only --peer runs iperf3: its trial module (and the lab model of a network path under
+        # it) is imported for it alone.
+        from tuner.trials.peer import parse_peer
+
+        target = parse_peer(peer)
     if target is not None and (link_gbps is not None or rtt_ms is not None):
         raise BadInput("--peer measures the path: give it or --link-gbps and --rtt-ms, not both")
     if target is not None and root != Path("/"):
@@ -136,7 +144,11 @@ def advise(
     if plan_out is not None:
         check_output_path(plan_out, "--plan-out")
     # Measured first: an unreachable peer fails before the probe's work.
-    measured = measure_path(target) if target is not None else None
+    measured = None
+    if target is not None:
+        from tuner.trials.peer import measure_path
+
+        measured = measure_path(target)
     if measured is not None:
         link_gbps, rtt_ms = measured.rate_mbit / 1000, measured.rtt_ms
     with ExitStack() as stack:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -16,10 +16,13 @@ from tuner import completion
 from tuner.cli_help import Command, Group, examples
 from tuner.codec import encode
 from tuner.console import output_console, plain, plain_cells
-from tuner.lab import Lab, builtin_spec_names, lab_check, lab_down, lab_up, load_spec
-from tuner.lab.model import LabNetwork
-from tuner.lab.modelled import describe
+from tuner.lab.spec import builtin_spec_names, load_spec
 from tuner.units import human_bytes, human_rate
+
+# Each subcommand imports its own part of the lab when it runs: `lab status` and `lab down`
+# never load the builders (nbdkit, the namespaces), `lab down` nor the checks.
+if TYPE_CHECKING:
+    from tuner.lab.model import Lab, LabNetwork
 
 app = typer.Typer(
     help="Build, inspect and remove an emulated storage lab (loop devices, buses, ceilings) "
@@ -49,6 +52,8 @@ def up(
     Needs root. Exit codes: 0 up, 1 building failed (everything built so far is removed),
     2 bad input (an unknown or malformed spec, a lab already up, not root).
     """
+    from tuner.lab.build import lab_up
+
     parsed = load_spec(spec)
     started = time.monotonic()
     lab = lab_up(parsed)
@@ -75,6 +80,8 @@ def down(as_json: Annotated[bool, JSON_OPTION] = False) -> None:
 
     Exit codes: 0 removed (or nothing to remove), 1 something could not be removed, 2 not root.
     """
+    from tuner.lab.teardown import lab_down
+
     removed = lab_down()
     if as_json:
         sys.stdout.write(json.dumps({"removed": removed}, indent=2) + "\n")
@@ -90,6 +97,8 @@ def status(as_json: Annotated[bool, JSON_OPTION] = False) -> None:
 
     Exit codes: 0 no lab is recorded or the lab checks out, 1 the system disagrees.
     """
+    from tuner.lab.status import lab_check
+
     check = lab_check()
     if as_json:
         sys.stdout.write(json.dumps(encode(check), indent=2) + "\n")
@@ -116,6 +125,8 @@ def status(as_json: Annotated[bool, JSON_OPTION] = False) -> None:
 
 
 def _lab_table(lab: Lab, title: str) -> Table:
+    from tuner.lab.modelled import describe
+
     table = Table(title=plain(title), title_justify="left")
     for column in ("name", "device", "bus", "read", "write", "IOPS", "size", "mount"):
         table.add_column(column)
