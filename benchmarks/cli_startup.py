@@ -4,9 +4,10 @@
 
 Every `iotuner` call (about 160 in the test suite alone) pays for Python's start, typer's and
 rich's imports and then iotuner's own. Each command below runs as a user runs it (`python -m
-tuner.cli ...` in a fresh process, from this checkout), its wall time the median of --repeat
-runs; two floors are measured the same way beside them: the interpreter alone (`python -c
-pass`) and the interpreter with typer imported (what any typer program pays). With --against
+tuner.cli ...` in a fresh process, from this checkout), its wall and CPU (user + system)
+seconds the medians of --repeat runs (CPU time moves less with the machine's load). Two floors
+are measured the same way beside them: the interpreter alone (`python -c pass`) and the
+interpreter with typer imported (what any typer program pays). With --against
 DIR (another checkout of iotuner, e.g. `git archive COMMIT | tar -x -C DIR`), every command
 also runs from DIR, interleaved (this tree, DIR, this tree, DIR...), and the ratio is printed:
 both trees meet the same load. The last column is how many modules the command imported and
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -54,11 +56,15 @@ def _env(state: Path) -> dict[str, str]:
     return env
 
 
-def _wall(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
+def _run(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system) of one run of `argv`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     # status exits 1 (no daemon), which is its answer, not a failure of the run.
     subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def _imports(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, list[str]]:
@@ -94,33 +100,35 @@ def main() -> None:
             "python -c 'import typer'": [*python, "-c", "import typer"],
         }
         runs = {name: [*python, "-m", "tuner.cli", *argv] for name, argv in _commands(host).items()}
-        times: dict[tuple[str, Path], list[float]] = {}
+        times: dict[tuple[str, Path], list[tuple[float, float]]] = {}
         for _ in range(args.repeat):
             for name, argv in floors.items():
-                times.setdefault((name, REPO), []).append(_wall(argv, REPO, env))
+                times.setdefault((name, REPO), []).append(_run(argv, REPO, env))
             for name, argv in runs.items():
                 for tree in trees:
-                    times.setdefault((name, tree), []).append(_wall(argv, tree, env))
+                    times.setdefault((name, tree), []).append(_run(argv, tree, env))
         counts = {(name, tree): _imports(runs[name], tree, env) for name in runs for tree in trees}
     load = os.getloadavg()
     print(
         f"median of {args.repeat} runs each, interleaved; load average "
-        f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f} (2 cores, shared)"
+        f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f} (2 cores, shared); wall and CPU (user + "
+        "system) seconds; the CPU figure is the steadier one on a loaded machine"
     )
-    median = {key: statistics.median(values) for key, values in times.items()}
+    wall = {key: statistics.median(w for w, _ in values) for key, values in times.items()}
+    cpu = {key: statistics.median(c for _, c in values) for key, values in times.items()}
     for name in floors:
-        print(f"{name:34s} {median[(name, REPO)]:7.3f} s")
-    base = median[("python -c pass", REPO)]
-    header = f"{'command':34s} {'this tree':>9s}  {'- python':>8s}"
+        print(f"{name:31s} wall {wall[(name, REPO)]:6.3f}  cpu {cpu[(name, REPO)]:6.3f}")
+    header = f"{'command':31s} {'wall':>6s} {'cpu':>6s}"
     if len(trees) == 2:
-        header += f"  {'against':>8s}  {'ratio':>6s}"
+        header += f"  {'against':>13s}  {'ratio':>11s}"
     print(header + "  modules (heavy ones)")
     for name in runs:
-        ours = median[(name, REPO)]
-        line = f"{name:34s} {ours:7.3f} s  {ours - base:6.3f} s"
+        ours = (wall[(name, REPO)], cpu[(name, REPO)])
+        line = f"{name:31s} {ours[0]:6.3f} {ours[1]:6.3f}"
         if len(trees) == 2:
-            theirs = median[(name, trees[1])]
-            line += f"  {theirs:6.3f} s  {ours / theirs:6.2f}"
+            theirs = (wall[(name, trees[1])], cpu[(name, trees[1])])
+            line += f"  {theirs[0]:6.3f} {theirs[1]:6.3f}"
+            line += f"  {ours[0] / theirs[0]:5.2f} {ours[1] / theirs[1]:5.2f}"
         for tree in trees:
             count, heavy = counts[(name, tree)]
             line += f"  {count} ({', '.join(heavy) or '-'})"
