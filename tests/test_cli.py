@@ -78,9 +78,12 @@ def test_version_imports_no_command_and_no_terminal_console(tmp_path: Path) -> N
     assert "rich.console" not in modules
 
 
-def test_status_with_nothing_applied_reads_no_plan(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "args", [("status", "--json"), ("history", "--json"), ("rollback",)], ids=" ".join
+)
+def test_with_nothing_applied_no_plan_is_read(tmp_path: Path, args: tuple[str, ...]) -> None:
     """A plan is read through every setting's rules; with nothing applied there is none."""
-    modules = imported(tmp_path, "status", "--json")
+    modules = imported(tmp_path, *args)
     assert "tuner.plan" not in modules and "tuner.tunables.registry" not in modules
 
 

@@ -18,7 +18,6 @@ from typing import Annotated, Any
 import typer
 
 from tuner.errors import BadInput, IotunerError
-from tuner.plan import DAEMON_SOURCE
 from tuner.recovery import journal_path
 
 
@@ -143,6 +142,9 @@ def _plain(value: Any) -> Any:
 
 def _applies_to_undo(records: list[Any], to: int | None) -> list[Any]:
     """Newest first: the latest apply in place, or every one in place after `to`."""
+    # The plan module stands on every setting's rules; only an undo of applies reads it.
+    from tuner.plan import DAEMON_SOURCE
+
     in_place = [r for r in records if r.status == "applied"]
     if to is None:
         # The daemon's own sets (drift re-applied, a new disk given the plan) belong to the
