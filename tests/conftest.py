@@ -8,8 +8,9 @@ import pytest
 
 from tests.sysfs_tree import SysTree
 
-# The apply tests' loop device and configuration root, shared by tests/apply and tests/commands.
-pytest_plugins = ("tests.apply.fixtures",)
+# The apply tests' loop device and configuration root, shared by tests/apply and tests/commands;
+# `owned`, what a lab test makes under names of its own (tests/owned.py).
+pytest_plugins = ("tests.apply.fixtures", "tests.owned")
 
 REPO = Path(__file__).resolve().parents[1]
 HWLOC_FIXTURES = REPO / "tests" / "fixtures" / "hwloc"
