@@ -65,11 +65,11 @@ def test_each_bus_is_found_and_measured_apart_and_the_full_one_plateaus_at_its_c
     )
     assert overshoot < 1.10
     # The plateau against the bus's cap and bus1's two disks against their own solos, each as
-    # a ratio to this run's solos. Over 10 runs (2026-11-28, the VM shared by 7 engineers, load
-    # average 0.5-22; figures from the 7 whose lab came down: the other 3 failed in `lab down`,
-    # a bus's loop device still open after 5 s, not in a figure), min / median / max: cap
-    # 0.987 / 0.994 / 1.004, below 0.983 / 1.001 / 1.016, overshoot 1.020 / 1.036 / 1.041,
-    # seconds 22.8 / 23.9 / 26.8.
+    # a ratio to this run's solos. Over 15 runs (2026-11-28 12:34-13:26, the VM shared by 7
+    # engineers, load average 0.5-22), figures from the 8 whose lab came down (the other 7
+    # failed in `lab down`, a bus's loop device still open after its 5 s wait, load 9-20: not
+    # a figure), min / median / max: cap 0.987 / 0.993 / 1.004, below 0.983 / 1.001 / 1.016,
+    # overshoot 1.020 / 1.034 / 1.041, seconds 22.8 / 23.8 / 26.8.
     assert cap == pytest.approx(1, rel=0.05)
     assert f"share bus {buses['bus0']}: plateau" in full["summary"]
     assert not half["plateau"]["capped"]
