@@ -24,6 +24,19 @@ def fio(device: str, rw: str, block: str, depth: int, seconds: float, *extra: st
     return json.loads(done.stdout)["jobs"][0]["write" if "write" in rw else "read"]
 
 
+def fio_group(jobs: list[list[str]], seconds: float, *common: str) -> Any:
+    """Several fio jobs at once (each its own options: `--filename=...`, `--offset=...`;
+    `common` go to all), reported as one group: the group's read section."""
+    cmd = [
+        "fio", "--output-format=json", "--ramp_time=1", f"--runtime={seconds:g}",
+        "--time_based", "--group_reporting", *common,
+    ]  # fmt: skip
+    for index, options in enumerate(jobs):
+        cmd += [f"--name=j{index}", *options]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60, check=True)
+    return json.loads(done.stdout)["jobs"][0]["read"]
+
+
 def cpu_seconds(pids: list[int]) -> float:
     """User plus system CPU seconds of `pids` (threads included)."""
     total = 0.0

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from tests.sysfs_tree import SysTree
 
-# The apply tests' loop device and configuration root, shared by tests/apply and tests/commands.
-pytest_plugins = ("tests.apply.fixtures",)
+# The apply tests' loop device and configuration root, shared by tests/apply and tests/commands;
+# `owned`, what a lab test makes under names of its own (tests/owned.py).
+pytest_plugins = ("tests.apply.fixtures", "tests.owned")
 
 REPO = Path(__file__).resolve().parents[1]
 HWLOC_FIXTURES = REPO / "tests" / "fixtures" / "hwloc"
@@ -19,12 +21,18 @@ HWLOC_FIXTURES = REPO / "tests" / "fixtures" / "hwloc"
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """lab_parallel only sorts lab tests (scripts/test runs "lab and lab_parallel" on workers):
     on a test without `lab` it would run that test in the quick phase and the parallel one.
-    whole_host tests run alone, so never on the parallel phase's workers."""
+    whole_host tests run alone, so never on the parallel phase's workers; on any xdist worker
+    (`pytest -n 3` over the whole suite) another worker's test may attach or free a loop device
+    between their two readings, so there they are skipped, saying where they run."""
+    on_worker = "PYTEST_XDIST_WORKER" in os.environ
+    alone = pytest.mark.skip(reason="whole_host: runs alone (scripts/test's serial phase, or -n 0)")
     for item in items:
         if item.get_closest_marker("lab_parallel") and not item.get_closest_marker("lab"):
             raise pytest.UsageError(f"{item.nodeid}: marked lab_parallel but not lab")
         if item.get_closest_marker("lab_parallel") and item.get_closest_marker("whole_host"):
             raise pytest.UsageError(f"{item.nodeid}: marked both whole_host and lab_parallel")
+        if on_worker and item.get_closest_marker("whole_host"):
+            item.add_marker(alone)
 
 
 @pytest.fixture

@@ -1,19 +1,18 @@
 """A real network namespace for a test: made with `ip netns add`, deleted however the test ends.
 
-The name is unique to the process and the test (`iotuner-test-PID-N`), so tests running at the
-same time, and the labs' own namespaces (`iotuner-LABID-ROLE`), are never touched.
+The name is unique to the xdist worker, the process and the test (tests/owned.py, `unique`), so
+tests running at the same time, and the labs' own namespaces (`iotuner-LABID-ROLE`), are never
+touched.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-_COUNT = itertools.count()
+from tests.owned import unique
 
 
 def sysctl_in(name: str, key: str) -> str:
@@ -31,7 +30,7 @@ def host_sysctl(key: str) -> str:
 @contextlib.contextmanager
 def network_namespace() -> Iterator[str]:
     """A fresh namespace's name while the block runs; it is deleted afterwards."""
-    name = f"iotuner-test-{os.getpid()}-{next(_COUNT)}"
+    name = unique("iotuner-test-")
     subprocess.run(["ip", "netns", "add", name], check=True, capture_output=True, timeout=10)
     try:
         yield name

@@ -52,13 +52,26 @@ def test_each_bus_is_found_and_measured_apart_and_the_full_one_plateaus_at_its_c
     assert sorted(half["devices"]) == sorted(on["bus1"])
     plateau = full["plateau"]
     assert plateau["capped"] and plateau["from_devices"] == 3
-    assert plateau["expected_mbps"] == pytest.approx(300, rel=0.10)
     # blk-throttle lets a short run through a few percent above its rate, the same share at
     # any rate; the disks' own solos, capped the same way, measure that share in this run (CI
     # measured 312 MB/s from three 100 MB/s disks and a 263 MB/s plateau under 250 MB/s).
+    # Other work only slows a capped device: the solos' sum stays near or under 300 MB/s.
     overshoot = plateau["expected_mbps"] / 300
-    assert plateau["ceiling_mbps"] == pytest.approx(250 * overshoot, rel=0.05)
+    cap = plateau["ceiling_mbps"] / (250 * overshoot)
+    below = half["plateau"]["ceiling_mbps"] / (200 * overshoot)
+    print(
+        f"SPREAD bottleneck: overshoot {overshoot:.3f} cap {cap:.3f} below {below:.3f} "
+        f"seconds {doc['seconds']}"
+    )
+    assert overshoot < 1.10
+    # The plateau against the bus's cap and bus1's two disks against their own solos, each as
+    # a ratio to this run's solos. Over 15 runs (2026-11-28 12:34-13:26, the VM shared by 7
+    # engineers, load average 0.5-22), figures from the 8 whose lab came down (the other 7
+    # failed in `lab down`, a bus's loop device still open after its 5 s wait, load 9-20: not
+    # a figure), min / median / max: cap 0.987 / 0.993 / 1.004, below 0.983 / 1.001 / 1.016,
+    # overshoot 1.020 / 1.034 / 1.041, seconds 22.8 / 23.8 / 26.8.
+    assert cap == pytest.approx(1, rel=0.05)
     assert f"share bus {buses['bus0']}: plateau" in full["summary"]
     assert not half["plateau"]["capped"]
-    assert half["plateau"]["ceiling_mbps"] == pytest.approx(200, rel=0.10)
+    assert below == pytest.approx(1, rel=0.10)
     assert doc["seconds"] < 60

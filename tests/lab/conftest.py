@@ -33,13 +33,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture
-def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """IOTUNER_STATE_DIR set to a fresh directory; whatever a failed test left is torn down."""
+def state(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """IOTUNER_STATE_DIR set to a fresh directory of the test's own (its tmp_path: per test and
+    xdist worker); whatever lab a failed test left there is torn down by a finalizer."""
     path = tmp_path / "state"
+
+    def down() -> None:
+        # The test may have pointed IOTUNER_STATE_DIR elsewhere, and monkeypatch's own undo
+        # may already have run: name this directory again for lab_down.
+        if (path / "lab.json").exists():
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("IOTUNER_STATE_DIR", str(path))
+                lab_down()
+
+    request.addfinalizer(down)
     monkeypatch.setenv("IOTUNER_STATE_DIR", str(path))
-    yield path
-    if (path / "lab.json").exists():
-        lab_down()
+    return path
 
 
 @contextmanager
@@ -80,9 +89,19 @@ def assert_nothing_left(record: LabRecord) -> None:
     for step in record.steps:
         if step.kind == "loop":
             assert system.loops_backed_by(step.target) == [], step
-        if step.kind == "throttle":
+        if step.kind == "throttle" and _free(step.target):
+            # Read only while the number is free before and after: once `down` freed it,
+            # another worker's lab may take it and set caps of its own.
             where = str(step.detail.get("where", "v1"))
-            assert not any(throttle.read_caps(where, step.target).as_dict().values()), step
+            caps = throttle.read_caps(where, step.target)
+            if _free(step.target):
+                assert not any(caps.as_dict().values()), step
+
+
+def _free(majmin: str) -> bool:
+    """Whether the loop device numbered `majmin` has no file attached (a bus's or stripe's
+    device that is no loop device counts as free: only a lab's loop devices are reused)."""
+    return not Path(f"/sys/dev/block/{majmin}/loop/backing_file").exists()
 
 
 def assert_no_server_left(record: LabRecord) -> None:

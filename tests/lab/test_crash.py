@@ -48,6 +48,7 @@ def start_up_and_wait_for_a_loop(state: Path) -> tuple[subprocess.Popen[str], st
     return up, device
 
 
+@pytest.mark.lab_parallel  # its own lab, checked by path and its own record, no figure
 def test_kill_9_mid_up_then_down_removes_everything(state: Path) -> None:
     up, device = start_up_and_wait_for_a_loop(state)
     # The whole session: the command and whatever mkfs or losetup it was running.
@@ -67,6 +68,7 @@ def test_kill_9_mid_up_then_down_removes_everything(state: Path) -> None:
     assert_nothing_left(record)
 
 
+@pytest.mark.lab_parallel  # its own lab, checked by path and its own record, no figure
 def test_sigterm_mid_up_removes_everything_itself(state: Path) -> None:
     up, device = start_up_and_wait_for_a_loop(state)
     record = snapshot(state)

@@ -142,10 +142,16 @@ def test_random_reads_at_depth_1_take_a_seek_and_half_a_turn(disk: LabDisk) -> N
     result = fio(disk.device, "randread", "4k", 1, 6)
     expected_s = random_read_s(disk.model, disk.size_bytes, 4096)  # 13.2 ms: 76 IOPS
     print(f"4 KiB random reads, depth 1: {result['iops']:.1f} IOPS, model {1 / expected_s:.1f}")
-    # 3 % slower than the formula in every run here (the round trip through loop, FUSE and
-    # nbdfuse is not modelled), 5 % with other suites on the two cores: 8 % allowed.
-    assert result["iops"] == pytest.approx(1 / expected_s, rel=0.08)
-    assert result["lat_ns"]["mean"] / 1e9 == pytest.approx(expected_s, rel=0.08)
+    print(f"SPREAD hdd-depth1: iops/model {result['iops'] * expected_s:.3f}")
+    # Never faster than the model: other work and the route (loop, FUSE and nbdfuse, not
+    # modelled) only add time. Below it by the route's time and the machine's load: over 10 runs
+    # (2026-11-28, the VM shared by 7 engineers, load average 0.5-22) IOPS / formula was 0.884 /
+    # 0.936 / 0.970 (min / median / max), 0.97 on a quiet VM; 8 % allowed before went red in 5
+    # of those 10 runs at load 15-22. 0.8 allowed now. How near the formula the drive comes on
+    # a quiet machine is benchmarks/hdd_model.py's row 1.
+    ratio = result["iops"] * expected_s
+    assert 0.8 < ratio < 1.03, ratio
+    assert 0.97 < result["lat_ns"]["mean"] / 1e9 / expected_s < 1 / 0.8
 
 
 def test_the_outer_zone_streams_twice_as_fast_as_the_inner(disk: LabDisk) -> None:
@@ -165,9 +171,16 @@ def test_the_outer_zone_streams_twice_as_fast_as_the_inner(disk: LabDisk) -> Non
     model_inner = stream_mbps(disk.model, disk.size_bytes, inner_offset, span)  # 106.8
     print(f"outer {outer:.1f} MB/s (model {model_outer:.1f}), "
           f"inner {inner_mbps:.1f} MB/s (model {model_inner:.1f}); runs {runs}")  # fmt: skip
-    # Measured here 3-5 % below the model on the outer zone: at 190 MB/s the two cores also
-    # carry fio, the loop worker, nbdfuse and nbdkit's copies (docs/lab.md).
-    assert outer == pytest.approx(model_outer, rel=0.1)
-    assert inner_mbps == pytest.approx(model_inner, rel=0.1)
-    assert outer / inner_mbps == pytest.approx(model_outer / model_inner, rel=0.1)
-    assert outer / inner_mbps > 1.7
+    ratio = (outer / inner_mbps) / (model_outer / model_inner)
+    print(
+        f"SPREAD hdd-zones: ratio/model {ratio:.3f} outer/model {outer / model_outer:.3f} "
+        f"inner/model {inner_mbps / model_inner:.3f}"
+    )
+    # Other work only slows a modelled disk: neither zone runs past its model (measured at most
+    # 0.972 of it outer, 0.983 inner). How far below it they run needs a quiet machine
+    # (benchmarks/hdd_model.py, its zone rows).
+    assert outer < 1.05 * model_outer and inner_mbps < 1.05 * model_inner
+    # The ratio of the two, measured side by side, is the model's (x 1.85): over 10 runs
+    # (2026-11-28, the VM shared by 7 engineers, load average 0.5-22) measured / model ratio
+    # 0.971 / 0.996 / 1.025 (min / median / max); 10 % allowed.
+    assert ratio == pytest.approx(1, rel=0.1)

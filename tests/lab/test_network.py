@@ -139,6 +139,7 @@ def test_small_buffers_cap_throughput_near_window_over_rtt(state: Path) -> None:
     lab_down()
 
 
+@pytest.mark.lab_parallel  # its own namespaces and delay line, no figure, no loop device
 def test_down_after_kill_9_of_the_delay_line(state: Path) -> None:
     assert iotuner("lab", "up", "wan").returncode == 0
     record = snapshot(state)
@@ -152,6 +153,7 @@ def test_down_after_kill_9_of_the_delay_line(state: Path) -> None:
     assert_network_gone(record)
 
 
+@pytest.mark.lab_parallel  # its own namespaces and delay line, no figure, no loop device
 def test_down_after_kill_9_of_up_while_it_builds_the_path(state: Path) -> None:
     record = kill_9_up_when(
         state, "wan", lambda s: s.kind == "netns" and s.done, "creating a namespace", "namespace"

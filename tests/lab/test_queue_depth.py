@@ -38,6 +38,7 @@ def in_flight_at_depth_32(device: str) -> int:
     return most
 
 
+@pytest.mark.lab_parallel  # its own lab disk; the kernel's request counts, no figure
 def test_a_shallow_none_trial_restored_leaves_the_whole_queue(state: Path) -> None:
     device = lab_up(load_spec("hdd")).disks[0].device  # mq-deadline, like a hard disk's
     name = device.removeprefix("/dev/")

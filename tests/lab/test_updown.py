@@ -79,6 +79,7 @@ def test_up_down_leaves_nothing(state: Path, name: str) -> None:
     assert lab_down() == []
 
 
+@pytest.mark.lab_parallel  # its own lab, checked by path and its own record, no figure
 def test_single_disk_session_and_refusals(state: Path) -> None:
     with lab_session("single-disk") as lab:
         record = snapshot(state)
@@ -98,6 +99,7 @@ def test_single_disk_session_and_refusals(state: Path) -> None:
     assert (down.returncode, down.stdout.strip()) == (0, "no lab")
 
 
+@pytest.mark.lab_parallel  # its own lab, checked by path and its own record, no figure
 @pytest.mark.parametrize("fs", ["xfs", "ext4"])
 def test_user_spec_with_a_file_system(state: Path, tmp_path: Path, fs: str) -> None:
     spec = tmp_path / "small.yaml"
@@ -135,6 +137,7 @@ def test_malformed_spec_file_exits_2(state: Path, tmp_path: Path) -> None:
     assert not (state / "lab.json").exists()
 
 
+@pytest.mark.lab_parallel  # its own lab, checked by path and its own record, no figure
 def test_down_keeps_what_it_could_not_remove_and_finishes_later(state: Path) -> None:
     spec = parse_spec(
         "disks: [{name: d0, read_mbps: 100, write_mbps: 100, iops: 500, size: 320MiB, fs: ext4}]",

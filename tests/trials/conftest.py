@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.owned import unique
 
 SHM = Path("/dev/shm")
 
@@ -45,7 +46,7 @@ class Loops:
 
     def file(self, size: int, directory: Path = SHM) -> Path:
         """A file of `size` bytes (in /dev/shm), filled so reads hit real pages."""
-        path = directory / f"iotuner-test-{os.getpid()}-{len(self.files)}.img"
+        path = directory / f"{unique('iotuner-test-')}.img"  # no other worker's or test's
         self.files.append(path)
         with path.open("wb") as out:
             block = os.urandom(1 << 20)
@@ -91,15 +92,14 @@ class Loops:
 
 
 @pytest.fixture
-def loops(tmp_path: Path) -> Iterator[Loops]:
-    """Loop devices over /dev/shm files for one test (root only), removed at teardown."""
+def loops(request: pytest.FixtureRequest, tmp_path: Path) -> Loops:
+    """Loop devices over /dev/shm files for one test (root only), removed at teardown by a
+    finalizer, also when the test or a fixture after this one fails."""
     if os.geteuid() != 0:
         pytest.skip("needs root: creates loop devices")
     created = Loops(tmp_path)
-    try:
-        yield created
-    finally:
-        created.close()
+    request.addfinalizer(created.close)
+    return created
 
 
 @pytest.fixture(autouse=True)

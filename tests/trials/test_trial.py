@@ -80,6 +80,7 @@ def test_a_small_files_trial_lays_out_reads_and_removes_its_files(loops: Loops) 
     assert sorted(p.name for p in point.iterdir()) == ["lost+found"]
 
 
+@pytest.mark.lab_parallel  # refused before fio runs, on its own loop device
 def test_missing_fio_is_one_line(
     loops: Loops, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

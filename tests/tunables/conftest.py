@@ -3,12 +3,11 @@ device for the lab tests."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.loopdev import loop_device
+from tests.owned import Owned
 from tests.sysfs_tree import SysTree
 from tests.tunables.hostroot import build_host
 from tuner.tunables.access import Tunables
@@ -27,7 +26,7 @@ def tunables(host: SysTree) -> Tunables:
 
 
 @pytest.fixture
-def loop(state: Path) -> Iterator[str]:
-    """A loop device made for the test, journaled in the test's own state directory."""
-    with loop_device() as name:
-        yield name
+def loop(state: Path, owned: Owned) -> str:
+    """A loop device made for the test, journaled in the test's own state directory; put back
+    and detached by `owned`'s finalizer, also after a failure."""
+    return owned.loop()

@@ -54,6 +54,7 @@ def iosched(name: str, attr: str) -> Path:
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own loop device (tests/owned.py), no figure, nothing host-wide
 def test_set_with_bfq_in_one_batch_and_gone_with_it(loop: str) -> None:
     if "bfq" not in Path(f"/sys/block/{loop}/queue/scheduler").read_text():
         pytest.skip("this kernel has no bfq")
@@ -70,6 +71,7 @@ def test_set_with_bfq_in_one_batch_and_gone_with_it(loop: str) -> None:
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own loop device (tests/owned.py), no figure, nothing host-wide
 def test_an_administrators_slice_idle_comes_back_with_bfq(loop: str) -> None:
     if "bfq" not in Path(f"/sys/block/{loop}/queue/scheduler").read_text():
         pytest.skip("this kernel has no bfq")

@@ -450,6 +450,7 @@ def test_kill_9_then_rollback_puts_a_namespace_value_back(state: Path) -> None:
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own namespace and journal; the host's value only read
 def test_rollback_from_another_namespace_leaves_both_alone(state: Path) -> None:
     """A tune run inside a namespace journals its "host" keys under target host: a rollback
     run from the host (or any other namespace) must not write them there. From the namespace

@@ -6,12 +6,11 @@ before it is detached (tests/loopdev.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.loopdev import loop_device
+from tests.owned import Owned
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import InvalidValue
 from tuner.tunables.engine import TunableEngine
@@ -20,15 +19,16 @@ pytestmark = pytest.mark.lab
 
 
 @pytest.fixture
-def loop() -> Iterator[str]:
-    with loop_device() as name:
-        yield name
+def loop(owned: Owned) -> str:
+    """A fresh loop device, put back and detached by `owned`'s finalizer."""
+    return owned.loop()
 
 
 def queue(name: str, attr: str) -> str:
     return Path(f"/sys/block/{name}/queue/{attr}").read_text().strip()
 
 
+@pytest.mark.lab_parallel  # its own loop device (tests/owned.py), no figure, nothing host-wide
 def test_read_ahead_scheduler_and_nr_requests_set_and_restored(loop: str) -> None:
     tunables = Tunables()
     before = {k: tunables.read(k, loop) for k in
@@ -50,6 +50,7 @@ def test_read_ahead_scheduler_and_nr_requests_set_and_restored(loop: str) -> Non
     assert {k: tunables.read(k, loop) for k in before} == before
 
 
+@pytest.mark.lab_parallel  # its own loop device (tests/owned.py), no figure, nothing host-wide
 def test_the_refused_depth_is_what_the_kernel_refuses(loop: str) -> None:
     with pytest.raises(InvalidValue, match=f"block.nr_requests on {loop}: 256 exceeds 128, "
                        "the most the kernel accepts with scheduler none"):  # fmt: skip
@@ -59,6 +60,7 @@ def test_the_refused_depth_is_what_the_kernel_refuses(loop: str) -> None:
     Path(f"/sys/block/{loop}/queue/nr_requests").write_text("128\n")
 
 
+@pytest.mark.lab_parallel  # its own loop device (tests/owned.py), no figure, nothing host-wide
 def test_the_kernels_rounding_is_expected_not_a_surprise(loop: str) -> None:
     # Not always 128: newer kernels derive a fresh loop device's readahead from its io_opt.
     found = queue(loop, "read_ahead_kb")
@@ -69,6 +71,7 @@ def test_the_kernels_rounding_is_expected_not_a_surprise(loop: str) -> None:
     assert queue(loop, "read_ahead_kb") == found
 
 
+@pytest.mark.lab_parallel  # its own loop device (tests/owned.py), no figure, nothing host-wide
 def test_a_scheduler_change_restores_a_custom_depth(loop: str) -> None:
     """Going back to none resets nr_requests to 128: the saved depth is written after it."""
     Path(f"/sys/block/{loop}/queue/nr_requests").write_text("64\n")
@@ -79,6 +82,7 @@ def test_a_scheduler_change_restores_a_custom_depth(loop: str) -> None:
     assert queue(loop, "nr_requests") == "64"
 
 
+@pytest.mark.lab_parallel  # its own loop device (tests/owned.py), no figure, nothing host-wide
 def test_a_depth_only_the_old_scheduler_allowed_comes_back_with_it(loop: str) -> None:
     """Restored newest first, depth 202 is refused while the trial's scheduler none is still
     in place; it is tried again once mq-deadline is back."""
@@ -142,6 +146,7 @@ def rotational(loop: str) -> str:
     return loop
 
 
+@pytest.mark.lab_parallel  # its own loop device (tests/owned.py), no figure, nothing host-wide
 def test_a_batch_with_max_sectors_and_readahead_reads_back_as_written(rotational: str) -> None:
     """The engine writes the limit before readahead and reads the whole batch back: both hold
     what was asked when the trial would start, whatever the kernel couples."""
@@ -159,6 +164,7 @@ def test_a_batch_with_max_sectors_and_readahead_reads_back_as_written(rotational
     assert queue(rotational, "read_ahead_kb") == "128"
 
 
+@pytest.mark.lab_parallel  # its own loop device (tests/owned.py), no figure, nothing host-wide
 def test_readahead_moved_by_max_sectors_alone_is_restored(rotational: str) -> None:
     before = queue(rotational, "max_sectors_kb")
     with TunableEngine(Path("/"), None) as engine:

@@ -38,6 +38,7 @@ def test_dimensions_only_on_a_hard_disk(host: SysTree, tunables: Tunables) -> No
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own loop device (tests/owned.py), no figure, nothing host-wide
 def test_set_after_the_scheduler_and_rounded_to_a_tick(loop: str) -> None:
     iosched = Path(f"/sys/block/{loop}/queue/iosched")
     with Journal() as journal, TunableEngine(Path("/"), journal) as engine:

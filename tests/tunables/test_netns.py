@@ -8,15 +8,14 @@ exec NAME sysctl`, and that the host's own value did not move.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.netns import host_sysctl, network_namespace, sysctl_in
+from tests.owned import Owned, unique
 from tests.sysfs_tree import SysTree
 from tuner.errors import BadInput
 from tuner.plan import Plan, PlanEntry, check_plan
@@ -116,12 +115,13 @@ def test_the_child_reads_only_allow_listed_keys(host: SysTree) -> None:
 
 
 @pytest.fixture
-def namespace() -> Iterator[str]:
-    with network_namespace() as name:
-        yield name
+def namespace(owned: Owned) -> str:
+    """A network namespace of the test's own, deleted by `owned`'s finalizer."""
+    return owned.namespace()
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own namespace (tests/owned.py); the host's values only read
 def test_tcp_rmem_set_inside_a_namespace_and_restored_leaves_the_host_alone(
     namespace: str,
 ) -> None:
@@ -141,6 +141,7 @@ def test_tcp_rmem_set_inside_a_namespace_and_restored_leaves_the_host_alone(
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own namespace (tests/owned.py); the host's values only read
 def test_congestion_control_inside_a_namespace_is_one_the_host_allows(namespace: str) -> None:
     """The kernel refuses a restricted algorithm inside a namespace (EPERM): validation says
     so first, naming the host's allowed list."""
@@ -157,6 +158,7 @@ def test_congestion_control_inside_a_namespace_is_one_the_host_allows(namespace:
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own namespace (tests/owned.py); the host's values only read
 def test_a_namespace_that_is_gone_is_a_target_gone() -> None:
     with network_namespace() as name:
         pass
@@ -165,6 +167,7 @@ def test_a_namespace_that_is_gone_is_a_target_gone() -> None:
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own namespace (tests/owned.py); the host's values only read
 def test_a_transfer_tune_searches_inside_the_namespace_what_it_holds(namespace: str) -> None:
     """The dimensions read the namespace's own values: its max as the low end (its min and
     default kept) and, for congestion control, the algorithms the host allows there."""
@@ -215,6 +218,7 @@ def test_the_host_namespace_is_told_from_a_fixture_and_the_live_host() -> None:
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own namespace (tests/owned.py); the host's values only read
 def test_a_process_inside_a_namespace_sets_only_what_the_namespace_may(namespace: str) -> None:
     """Run inside a namespace, the "host" target is the namespace's: its congestion controls
     are those the host allows there, and the host-wide socket maxima are refused in one line
@@ -237,6 +241,7 @@ def test_a_process_inside_a_namespace_sets_only_what_the_namespace_may(namespace
 
 
 @pytest.mark.lab
+@pytest.mark.lab_parallel  # its own namespace (tests/owned.py); the host's values only read
 def test_each_namespace_has_its_own_id_and_a_planted_file_has_none() -> None:
     """What the journal keeps with a per-namespace original (docs/journal.md): a namespace made
     again under the same name is another one, and a file that is not a namespace is none."""
@@ -246,7 +251,7 @@ def test_each_namespace_has_its_own_id_and_a_planted_file_has_none() -> None:
     with network_namespace() as other:
         assert sys_root.netns_id(other) not in (None, first)
     assert first is not None and first != sys_root.netns_id(None)
-    planted = Path("/run/netns", f"iotuner-test-{os.getpid()}-planted")
+    planted = Path("/run/netns", unique("iotuner-test-planted-"))
     planted.write_text("")
     try:
         assert sys_root.netns_id(planted.name) is None

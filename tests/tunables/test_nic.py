@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
 
 import pytest
 
+from tests.owned import Owned
 from tests.sysfs_tree import SysTree
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import InvalidValue, TargetGone
@@ -47,18 +47,14 @@ def test_a_missing_interface(tunables: Tunables) -> None:
 
 
 @pytest.mark.lab
-def test_a_real_veth_pair() -> None:
+@pytest.mark.lab_parallel  # its own veth pair (tests/owned.py), no figure
+def test_a_real_veth_pair(owned: Owned) -> None:
     """Limits from netlink: veth takes 68..65535."""
     if os.geteuid() != 0:
         pytest.skip("needs root")
-    name = f"iot{os.getpid() % 100000}a"
-    subprocess.run(["ip", "link", "add", name, "type", "veth", "peer", "name", name[:-1] + "b"],
-                   check=True)  # fmt: skip
-    try:
-        tunables = Tunables()
-        with pytest.raises(InvalidValue, match=f"nic.mtu on {name}: 65536 exceeds 65535"):
-            tunables.validate("nic.mtu", name, 65536)
-        tunables.write("nic.mtu", name, 9000)
-        assert tunables.read("nic.mtu", name) == 9000
-    finally:
-        subprocess.run(["ip", "link", "del", name], check=False)
+    name, _ = owned.veth()
+    tunables = Tunables()
+    with pytest.raises(InvalidValue, match=f"nic.mtu on {name}: 65536 exceeds 65535"):
+        tunables.validate("nic.mtu", name, 65536)
+    tunables.write("nic.mtu", name, 9000)
+    assert tunables.read("nic.mtu", name) == 9000

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.ethtool_fixtures import nic
+from tests.owned import Owned
 from tests.sysfs_tree import SysTree
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import InvalidValue
@@ -39,28 +39,21 @@ def test_dimension_keeps_the_current_value_inside(tree: SysTree) -> None:
 
 
 @pytest.mark.lab
-def test_a_veth_pair_journaled_and_restored(tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+@pytest.mark.lab_parallel  # its own veth, namespace and journal (tests/owned.py), no figure
+def test_a_veth_pair_journaled_and_restored(owned: Owned, monkeypatch: pytest.MonkeyPatch) -> None:
     """The end under test stays in this namespace (its sysfs is this one's); its peer goes to
     a namespace made for the test. Both are deleted whatever happens."""
     if os.geteuid() != 0:
         pytest.skip("needs root")
-    name, ns = f"iotq{os.getpid() % 100000}", f"iotuner-test-{os.getpid()}"
-    monkeypatch.setenv("IOTUNER_STATE_DIR", str(tmp_path / "state"))
-    subprocess.run(["ip", "netns", "add", ns], check=True)
-    try:
-        subprocess.run(["ip", "link", "add", name, "type", "veth", "peer", "name", f"{name}p",
-                        "netns", ns], check=True)  # fmt: skip
-        tunables = Tunables()
-        before = tunables.read("nic.txqueuelen", name)
-        with Journal() as journal, TunableEngine(Path("/"), journal) as engine:
-            engine.apply({("nic.txqueuelen", name): 4321})
-            assert Path(f"/sys/class/net/{name}/tx_queue_len").read_text() == "4321\n"
-            (session,) = journal.sessions()
-            (change,) = journal.changes(session.id)
-            assert (change.saved.original, change.new) == (before, 4321)
-            engine.restore()
-        assert tunables.read("nic.txqueuelen", name) == before
-    finally:
-        subprocess.run(["ip", "link", "del", name], check=False, capture_output=True)
-        subprocess.run(["ip", "netns", "del", ns], check=False)
+    owned.state_dir(monkeypatch)
+    name, _ = owned.veth(owned.namespace())
+    tunables = Tunables()
+    before = tunables.read("nic.txqueuelen", name)
+    with Journal() as journal, TunableEngine(Path("/"), journal) as engine:
+        engine.apply({("nic.txqueuelen", name): 4321})
+        assert Path(f"/sys/class/net/{name}/tx_queue_len").read_text() == "4321\n"
+        (session,) = journal.sessions()
+        (change,) = journal.changes(session.id)
+        assert (change.saved.original, change.new) == (before, 4321)
+        engine.restore()
+    assert tunables.read("nic.txqueuelen", name) == before

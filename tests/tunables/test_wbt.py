@@ -58,6 +58,9 @@ def test_searched_where_buffered_writes_meet_reads_or_a_hard_disk(
 
 
 @pytest.mark.lab
+# Serial: whether bfq turns wbt off depends on the kernel's wbt state of the loop device's
+# earlier life (kept after detach: ON_MANUAL once anyone wrote wbt_lat_usec), and which number
+# it gets changes beside other workers (failed 3 of 3 runs there, passes alone).
 def test_off_and_back_and_bfq_turning_it_off(loop: str) -> None:
     path = Path(f"/sys/block/{loop}/queue/wbt_lat_usec")
     if not path.exists():

@@ -65,22 +65,37 @@ def test_without_a_cap_the_job_is_as_before_and_with_one_it_ends_at_io_size() ->
 
 @pytest.mark.lab
 def test_a_capped_trial_moves_at_most_the_cap_and_reports_true_mbps(state: Path) -> None:
-    """~6 s. Buffered 16 KiB reads reach the lab disk as 256 KiB requests: 200 IOPS x 256 KiB
-    = 52 MB/s. Uncapped, 1 s of ramp and 3 s measured read ~210 MB; capped at 80 MB the trial
-    ends after ~1.5 s, and its MB/s is still the disk's, not 80 MB over the 3 s asked for."""
+    """~20 s: capped and uncapped trials interleaved (A, B, A, B). Buffered 16 KiB reads reach
+    the lab disk as 256 KiB requests: 200 IOPS x 256 KiB = 52 MB/s. Capped at 80 MB a trial
+    ends after ~1.5 s of its 3 s, and its MB/s is still the disk's: the uncapped trial's of
+    this test, not 80 MB over the 3 s asked for."""
     need_root()
+    capped: list[float] = []
+    plain: list[float] = []
     with lab_session("single-disk") as lab:
         name = lab.disks[0].device.removeprefix("/dev/")
         target = TrialTarget.device(lab.disks[0].device)
-        before = read_diskstats([name])[name]
-        result = run_trial(target, STREAM, None, runtime_s=3, ramp_s=1, io_cap_bytes=80_000_000)
-        moved = read_diskstats([name])[name] - before
-    assert moved.read_bytes <= 80_000_000, moved
-    assert result.fio_bytes < 80_000_000
-    assert 40 < result.mbps < 65, result
-    # fio measured for well under the 3 s asked: its figure is its bytes over its own time.
-    assert result.fio_bytes / (result.mbps * 1e6) < 1.5
-    assert result.flagged is not None and "the I/O cap ended it after" in result.flagged
+        for _ in range(2):
+            before = read_diskstats([name])[name]
+            result = run_trial(target, STREAM, None, runtime_s=3, ramp_s=1,
+                               io_cap_bytes=80_000_000)  # fmt: skip
+            moved = read_diskstats([name])[name] - before
+            assert moved.read_bytes <= 80_000_000, moved
+            assert result.fio_bytes < 80_000_000
+            # fio measured for well under the 3 s asked: its figure is its bytes over its time.
+            assert result.fio_bytes / (result.mbps * 1e6) < 1.5
+            assert result.flagged is not None and "the I/O cap ended it after" in result.flagged
+            capped.append(result.mbps)
+            plain.append(run_trial(target, STREAM, None, runtime_s=3, ramp_s=1).mbps)
+    ratio = max(capped) / max(plain)
+    print(f"SPREAD bounds: ratio {ratio:.3f} capped {capped} plain {plain}")
+    # Other work only slows the throttled disk: the capped trial never reads past its 52 MB/s.
+    assert max(capped) < 65
+    # Its MB/s is the disk's: the faster of each, measured side by side. Over 10 runs
+    # (2026-11-28, the VM shared by 7 engineers, load average 0.5-22) capped / uncapped was
+    # 1.061 / 1.067 / 1.069 (min / median / max): blk-throttle lets a short run's start through
+    # above its rate, and the capped trial is all short run. 15 % allowed.
+    assert ratio == pytest.approx(1, rel=0.15)
 
 
 def _session(
