@@ -84,3 +84,13 @@ def test_the_summary_shows_a_target_and_values_holding_markup_as_text() -> None:
     text = printed(200, lambda c: c.print(render_summary(odd)))
     assert "tune stream-read on /srv/[/]data" in text
     assert "[none] -> [mq-deadline]" in text
+
+
+def test_an_at_least_gain_says_it_is_a_lower_bound() -> None:
+    """A transient start (tuner/search/confirm.py, transient_ceiling): the reader is told the
+    gain is over what the device read for the start, not its figure."""
+    bounded = dataclasses.replace(result(True), at_least=True)
+    text = " ".join(printed(200, lambda c: c.print(render_summary(bounded))).split())
+    assert "x1.901, 95% interval x1.880 .. x1.930, at least:" in text
+    plain = " ".join(printed(200, lambda c: c.print(render_summary(result(True)))).split())
+    assert "at least" not in plain

@@ -12,6 +12,13 @@ A measurement may come back flagged (its figures are not the device's: page cach
 read through; tuner/trials/flags.py): a candidate with a flagged sample is refused whatever its
 figures, and a flagged baseline sample leaves nothing to compare with, so nothing is chosen.
 For IOPS, a candidate whose p99 latency rose by more than `p99_rise` is refused too.
+
+A baseline sample may be a transient: a buffered sequential reader whose window closed with
+more than AHEAD_SHARE of its bytes still read ahead of its streams (a badly tuned 64 MiB
+readahead on a slow array: the device moved 5 MB/s, fio got 0.8 MB/s over 40 s and anywhere
+from 0.7 to 66 MB/s in 3 s windows). Its figure is no steady state, so the gain over it is
+taken against its ceiling (every byte the device read reaching the workload) and reported as
+a lower bound (`Confirmation.at_least`).
 """
 
 from __future__ import annotations
@@ -37,6 +44,9 @@ class Sample:
     score: float
     p99_us: float | None = None
     flag: str | None = None
+    ceiling: float | None = None
+    """The score had the bytes its streams held read ahead reached them, when those were
+    more than AHEAD_SHARE of what it read (`transient_ceiling`); None for a steady figure."""
 
 
 Measure: TypeAlias = Callable[[Point], "float | Sample"]
@@ -71,8 +81,9 @@ class Confirmation:
 
     best_* describe the candidate with the best lower bound, also when it was refused, so a
     report can say what was found and why it is not recommended. gain = best_score /
-    baseline_score; [ci_low, ci_high] is its interval (Welch's t on log values, widened by
-    Bonferroni for the number of candidates compared).
+    baseline_score (over the baseline's ceilings when `at_least`); [ci_low, ci_high] is its
+    interval (Welch's t on log values, widened by Bonferroni for the number of candidates
+    compared).
     """
 
     best_point: Point
@@ -88,6 +99,9 @@ class Confirmation:
     baseline_point: Point = field(default_factory=dict)
     comparisons: tuple[Comparison, ...] = ()
     note: str | None = None  # why nothing could be chosen, beyond "no gain"
+    at_least: bool = False
+    """A baseline sample was a transient (`Sample.ceiling`): gain and interval are taken
+    against the baseline's ceilings, a lower bound of the gain at steady state."""
 
     @property
     def recommended(self) -> Point:
@@ -101,6 +115,31 @@ is worth another round: with three rounds a noisy baseline (cv 8 %, the default 
 one reader on the lab's striped array) leaves Welch's t two degrees of freedom, and a steady
 x1.30 gain was refused (interval 0.91-1.9). Below it (a flat landscape's 1-3 % differences)
 more rounds would cost time to confirm what is not worth a change."""
+
+
+AHEAD_SHARE = 0.10
+"""A window that closed with more than this share of its reader's bytes still read ahead is
+a transient: crediting or not crediting those bytes moves the figure by more than the 10 % a
+claim is held to when re-measured (benchmarks/claims.py's WITHIN)."""
+
+
+def transient_ceiling(
+    score: float, fio_bytes: int, device_bytes: int, ahead_bytes: int
+) -> float | None:
+    """The ceiling of a buffered sequential reader's `score` when its window was a transient:
+    the score with the bytes the device read beyond fio's, up to what the streams may hold read
+    ahead (`ahead_bytes`, steady.in_flight_bytes), credited to it; None when those are at most
+    AHEAD_SHARE of fio's bytes (a steady window) or nothing was read ahead.
+
+    At steady state a sequential reader consumes every byte read ahead of it (more would be
+    flagged as readahead beyond what fio read), so the device's rate bounds its figure.
+    """
+    if fio_bytes <= 0 or ahead_bytes <= 0:
+        return None
+    ahead = min(max(device_bytes - fio_bytes, 0), ahead_bytes)
+    if ahead <= AHEAD_SHARE * fio_bytes:
+        return None
+    return score * (fio_bytes + ahead) / fio_bytes
 
 
 def _logs(samples: Sequence[float]) -> list[float]:
@@ -229,6 +268,10 @@ def _outcome(
     """The confirmation the samples so far give."""
     rounds = len(base_samples)
     base_scores = [s.score for s in base_samples]
+    # A transient baseline's figure would flatter every gain over it: its ceiling is the bar.
+    at_least = any(s.ceiling is not None for s in base_samples)
+    bars = [s.ceiling if s.ceiling is not None else s.score for s in base_samples]
+    bar_mean = statistics.fmean(bars)
     base_mean = statistics.fmean(base_scores)
     base_p99 = _mean_p99(base_samples)
     # Bonferroni: with k candidates each interval is at 1 - (1 - level) / k, so the chance that
@@ -237,9 +280,9 @@ def _outcome(
     comparisons = []
     for point, samples in zip(unique, cand_samples, strict=True):
         scores = [s.score for s in samples]
-        low, high = gain_interval(base_scores, scores, each)
+        low, high = gain_interval(bars, scores, each)
         mean = statistics.fmean(scores)
-        gain = mean / base_mean if base_mean > 0 else math.inf
+        gain = mean / bar_mean if bar_mean > 0 else math.inf
         refused = _refusal(samples, base_p99, p99_rise)
         comparisons.append(Comparison(point, mean, cv_of(scores), gain, low, high,
                                       tuple(scores), refused))  # fmt: skip
@@ -254,12 +297,14 @@ def _outcome(
         return Confirmation(
             dict(baseline), base_mean, base_cv, base_mean, base_cv, 1.0, 1.0, 1.0,
             chosen=False, rounds=rounds, baseline_point=dict(baseline), note=note,
+            at_least=at_least,
         )  # fmt: skip
     best = _winner(comparisons, baseline, simpler_within)
     return Confirmation(
         dict(best.point), base_mean, base_cv, best.score, best.cv, best.gain,
         best.ci_low, best.ci_high, chosen=best.passed and note is None, rounds=rounds,
         baseline_point=dict(baseline), comparisons=tuple(comparisons), note=note,
+        at_least=at_least,
     )  # fmt: skip
 
 

@@ -72,7 +72,9 @@ class TrialResult:
     followed (a capped random reader's is lengthened until its cache settles: settle.py);
     measured_s: fio's window (its runtime after the ramp); settled: whether fio's
     steady-state test ended it (None: the trial ran without one, as a buffered writer's single
-    pass or an --io-cap trial); length: the floor and ceiling it was given, and why (steady.py).
+    pass or an --io-cap trial); length: the floor and ceiling it was given, and why (steady.py);
+    ahead_bytes: what a buffered sequential reader's streams may hold read ahead when the
+    window closes (steady.in_flight_bytes; 0 for other workloads).
     """
 
     mbps: float
@@ -88,6 +90,7 @@ class TrialResult:
     measured_s: float = 0.0
     settled: bool | None = None
     length: TrialLength | None = None
+    ahead_bytes: int = 0
 
     @property
     def flagged(self) -> str | None:
@@ -249,6 +252,7 @@ def run_trial(
         measured_s=fio.runtime_s,
         settled=settled,
         length=length,
+        ahead_bytes=in_flight,
     )
 
 

@@ -86,6 +86,9 @@ class TuneResult:
     decide: TrialLength | None = None
     budget: str = ""
     disagreements: tuple[tuple[dict[Setting, Any], Disagreement], ...] = ()
+    # The baseline's window was a transient (tuner/search/confirm.py, Sample.ceiling): gain
+    # and interval are over its ceiling, a lower bound of the gain.
+    at_least: bool = False
 
     def changes(self) -> dict[Setting, Any]:
         """The settings the best point changes from the baseline (empty when not chosen)."""
@@ -192,6 +195,7 @@ def result_document(result: TuneResult) -> dict[str, Any]:
         },
         "gain": round(result.gain, 4),
         "ci": [round(result.ci[0], 4), round(result.ci[1], 4)],
+        "at_least": result.at_least,
         "chosen": result.chosen,
         "changes": _settings_doc(result.changes()),
         "left_out": _settings_doc(result.left_out),

@@ -17,7 +17,7 @@ from typing import Any
 
 from tuner.rules.model import Workload
 from tuner.search.budget import OVERHEAD_S, BudgetPlan, plan_budget, recosted
-from tuner.search.confirm import Confirmation, Sample, confirm
+from tuner.search.confirm import Confirmation, Sample, confirm, transient_ceiling
 from tuner.search.fidelity import (
     Disagreement,
     Fidelity,
@@ -430,6 +430,7 @@ class Search:
             gain=outcome.gain,
             ci=(outcome.ci_low, outcome.ci_high),
             chosen=outcome.chosen,
+            at_least=outcome.at_least,
             left_out=_left_out(top[0], outcome) if top else {},
             stop_reason=reason,
             trials=tuple(self.records),
@@ -507,7 +508,10 @@ class Search:
     def _confirm_sample(self, point: Point) -> Sample:
         result = self.measure(point, "confirm")
         flag = joined(guards.disqualifying(result.flags))
-        return Sample(self.objective.score(result), result.p99_latency_us, flag)
+        score = self.objective.score(result)
+        ceiling = transient_ceiling(score, result.fio_bytes, result.device_bytes,
+                                    result.ahead_bytes)  # fmt: skip
+        return Sample(score, result.p99_latency_us, flag, ceiling)
 
     def _simplified(self, optimizer: Optimizer, best: Point, baseline: Point) -> Point:
         """`best` without the changes the model expects to be worth less than simpler_within."""

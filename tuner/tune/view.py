@@ -127,7 +127,13 @@ def render_summary(result: TuneResult) -> Table:
     table.add_row(
         *plain_cells(
             "gain",
-            f"x{result.gain:.3f}, 95% interval x{result.ci[0]:.3f} .. x{result.ci[1]:.3f}",
+            f"x{result.gain:.3f}, 95% interval x{result.ci[0]:.3f} .. x{result.ci[1]:.3f}"
+            + (
+                ", at least: the baseline's window closed with its readahead still in flight, "
+                "so the gain is over what the device read for it"
+                if result.at_least
+                else ""
+            ),
         )
     )
     if result.chosen:
