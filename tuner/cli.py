@@ -64,6 +64,11 @@ class Commands(LazyGroup):
             "(read-only, direct I/O): where the summed throughput stops growing short of the "
             "devices' own sum, that component is the bottleneck. Never writes.",
         ),
+        "capture": Lazy(
+            "tuner.commands.capture:capture",
+            "Fingerprint what block devices are asked (kernel tracepoints): sizes, mix, streams, "
+            "depth, flushes, caching; write the fio job reproducing it, and check it side by side.",
+        ),
         "report": Lazy(
             "tuner.commands.report:report",
             "Draw the topology (coloured by findings), the findings, and the saved results of "
