@@ -64,7 +64,12 @@ def options(found: Fingerprint, region_bytes: int | None = None) -> dict[str, st
     sequential = dev["sequential_share"] >= SEQUENTIAL
     jobs = max(1, min(MAX_JOBS, round(dev["streams"]))) if sequential else 1
     buffered_reads = "read" in kinds and dev["cache"]["readahead_share"] >= 0.5
-    buffered_writes = "write" in kinds and dev["cache"]["sync_write_share"] < 0.5
+    per_sync = dev["flushes"]["writes_per_sync"]
+    # Writeback of a file that fdatasync flushes carries the sync flag too; a direct writer
+    # rarely flushes, so sync writes followed by flushes are buffered writes and their syncs.
+    buffered_writes = "write" in kinds and (
+        dev["cache"]["sync_write_share"] < 0.5 or per_sync is not None
+    )
     read_bytes = dev["bytes"] * dev["read_share"]
     buffered = buffered_reads if read_bytes >= dev["bytes"] / 2 else buffered_writes
     out: dict[str, str] = {}
@@ -78,12 +83,14 @@ def options(found: Fingerprint, region_bytes: int | None = None) -> dict[str, st
     random_share = round(100 * (1 - dev["sequential_share"]))
     if not sequential and random_share < 95:
         out["percentage_random"] = str(random_share)
+    bs = 4096
     if buffered:
         out["ioengine"] = "psync"
         out["direct"] = "0"
         sizes = [int(k) for k, v in dev["sizes"]["read" if buffered_reads else "write"].items()
                  if v >= MIN_SHARE] or [4096]  # fmt: skip
-        out["bs"] = _size(min(min(sizes), 128 * 1024))
+        bs = min(min(sizes), 128 * 1024)
+        out["bs"] = _size(bs)
     else:
         out["ioengine"] = "libaio"
         out["direct"] = "1"
@@ -105,9 +112,13 @@ def options(found: Fingerprint, region_bytes: int | None = None) -> dict[str, st
             )
     if jobs > 1:
         out["numjobs"] = str(jobs)
-    per_sync = dev["flushes"]["writes_per_sync"]
     if "write" in kinds and per_sync is not None:
-        out["fdatasync"] = str(max(1, round(per_sync / jobs)))
+        # fio counts its own writes between syncs: the bytes the device got per flush, in
+        # the job's writes (merged writeback of small writes is one device request).
+        write_bytes = per_sync * dev["mean_size"]["write"]
+        out["fdatasync"] = str(
+            max(1, round(write_bytes / (bs if buffered else dev["mean_size"]["write"] or 1) / jobs))
+        )
     if region_bytes is not None and dev["footprint_bytes"]:
         out["size"] = _size(max(1 << 20, min(region_bytes, dev["footprint_bytes"])) >> 20 << 20)
     return out

@@ -12,7 +12,7 @@ How each figure is decided (docs/capture.md says it for users):
   otherwise the request opens a new head (the least recently used head is dropped when the
   table is full).
 - concurrent streams: per second of capture, the heads continued at least twice in it; the
-  mean over the seconds that saw I/O.
+  mean weighted by each second's requests (the concurrency the mean request saw).
 - seek distance: from the end of the previous request on the device (the head position).
 - queue depth: requests issued and not yet completed (issue minus complete), time-weighted;
   requests issued before the capture began are not counted when they complete.
@@ -94,10 +94,12 @@ class Streams:
         self.window_start: float | None = None
         self.active_sum = 0
         self.windows = 0
+        self.window_requests = 0
 
     def add(self, ts: float, sector: int, end: int) -> bool:
         """Fold one request in; True when it continued a stream (sequential)."""
         self._roll(ts)
+        self.window_requests += 1
         head = self.heads.pop(sector, None)
         if head is None:
             if len(self.heads) >= STREAMS:
@@ -122,16 +124,17 @@ class Streams:
                 self.window_start = ts
 
     def close_window(self) -> None:
-        """End the current one-second window: count the streams it saw continue."""
+        """End the current one-second window: count the streams it saw continue, weighted
+        by the window's requests (a window the capture cut short weighs what it holds)."""
         active = sum(1 for h in self.heads.values() if h.window_hits >= 2)
-        if any(h.window_hits for h in self.heads.values()) or active:
-            self.windows += 1
-            self.active_sum += active
+        self.active_sum += active * self.window_requests
+        self.windows += self.window_requests
+        self.window_requests = 0
         for h in self.heads.values():
             h.window_hits = 0
 
     def mean(self) -> float:
-        """Mean concurrent streams over the windows that saw a continued stream."""
+        """Concurrent streams as the mean request saw them (0 for random requests only)."""
         return self.active_sum / self.windows if self.windows else 0.0
 
 
@@ -183,6 +186,7 @@ class Group:
     flushes: int = 0
     preflushes: int = 0
     fua: int = 0
+    syncs: int = 0
     sequential: int = 0
     read_sizes: Counter[int] = field(default_factory=Counter)
     write_sizes: Counter[int] = field(default_factory=Counter)
@@ -223,6 +227,9 @@ class Group:
             self.preflushes += 1
         if flags.fua:
             self.fua += 1
+        if flags.preflush or flags.fua or flags.op == "F":
+            # A flush request is printed FF (a flush op carrying a preflush): one sync.
+            self.syncs += 1
         if flags.op == "F":
             self.flushes += 1
             return
@@ -282,9 +289,8 @@ class Group:
         active = (self.depth_since or 0.0) - (self.busy_from or 0.0)
         span = max(min(seconds, active) if active > 0 else seconds, 1e-6)
         writes_per_sync = None
-        syncs = self.flushes + self.preflushes + self.fua
-        if syncs and self.write_requests:
-            writes_per_sync = round(self.write_requests / syncs, 3)
+        if self.syncs and self.write_requests:
+            writes_per_sync = round(self.write_requests / self.syncs, 3)
         mean_gap = self.gap_sum / self.gap_n if self.gap_n else 0.0
         var = self.gap_sq / self.gap_n - mean_gap**2 if self.gap_n else 0.0
         depth_mean = self.depth_area / span
