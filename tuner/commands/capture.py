@@ -5,14 +5,13 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-import threading
 from pathlib import Path
-from typing import Annotated, Any, BinaryIO
+from typing import Annotated, Any
 
 import typer
 
 from tuner.console import output_console
-from tuner.errors import BadInput, IotunerError
+from tuner.errors import BadInput
 
 
 def capture(
@@ -143,10 +142,10 @@ def _check(
     destroy_data: bool,
     as_json: bool,
 ) -> None:
+    from tuner.capture.check import run_captured
     from tuner.capture.fingerprint import load
-    from tuner.capture.session import capture as run
     from tuner.capture.session import device as resolve
-    from tuner.trials.fio import fio_size, job_text, run_fio
+    from tuner.trials.fio import fio_size
     from tuner.trials.jobcheck import load_job
     from tuner.trials.targets import TrialTarget
 
@@ -159,37 +158,16 @@ def _check(
                        f"write to {device[0]}")  # fmt: skip
     dev = resolve(device[0])
     target = TrialTarget.device(f"/dev/{dev.name}", destroy_data=job.writes)
-    region = target.size_bytes
+    region = None
     if "size" in job.placement:
         with contextlib.suppress(ValueError):
-            region = min(region, fio_size(job.placement["size"]))
-    text = job_text(dict(job.options), runtime_s=seconds, ramp_s=0.0, filename=target.path,
-                    region_bytes=region, title="capture check")  # fmt: skip
-    failure: list[BaseException] = []
-    done = threading.Event()
-
-    def fio() -> None:
-        try:
-            run_fio(text, timeout_s=seconds + 60, what=target.path, devices=target.devices,
-                    may_write=job.writes)  # fmt: skip
-        except BaseException as err:
-            failure.append(err)
-        finally:
-            done.set()
-
-    worker = threading.Thread(target=fio, name="iotuner-check-fio", daemon=True)
-
-    def started(f: BinaryIO | None) -> Any:
-        try:
-            return run([dev], seconds + 30, trace=f, stop=done.is_set, ready=worker.start)
-        finally:
-            if worker.is_alive():
-                worker.join()
-
-    found = _with_trace(trace, started)
-    if failure:
-        err = failure[0]
-        raise err if isinstance(err, IotunerError) else IotunerError(f"fio failed: {err}")
+            region = fio_size(job.placement["size"])
+    found = _with_trace(
+        trace,
+        lambda f: run_captured(
+            job.options, target, seconds, region_bytes=region, writes=job.writes, trace=f
+        ),
+    )
     if out is not None:
         _write(found.to_json(), out)
     if original is None:
