@@ -87,3 +87,13 @@ def test_wrong_arguments_are_refused_in_one_line(args: tuple[str, ...]) -> None:
     done = iotuner(*args)
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1
+
+
+def test_tune_takes_a_fingerprint_as_its_workload_only(tmp_path: Path) -> None:
+    source = tmp_path / "fp.json"
+    source.write_text(collect("buffered-streams")[1].to_json())
+    both = iotuner("tune", "--capture", str(source), "--workload", "stream-read")
+    assert both.returncode == 2 and "--capture is the workload" in both.stderr
+    source.write_text("{}")
+    bad = iotuner("tune", "--capture", str(source), "--target", str(tmp_path))
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "fp.json" in bad.stderr

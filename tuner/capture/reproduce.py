@@ -12,7 +12,8 @@ disk are. How each figure maps (docs/capture.md):
   randwrite/randrw otherwise, with percentage_random= for the part that does not;
 - streams: numjobs= the mean number of concurrent streams (sequential), one job otherwise;
 - queue depth: libaio's iodepth= the mean in flight per job for direct I/O; a device idle
-  part of the time (mean depth under 1) is paced with rate_iops= the captured rate instead;
+  part of the time (mean depth under 1) is paced with rate_iops= the captured rate (rate= the
+  captured bytes for buffered I/O) and its bursts' depth (the 95th percentile);
 - flushes: fdatasync= the writes between cache flushes (the block layer sees a flush, not
   which call asked for it; fsync and fdatasync send the same flush on a file's data);
 - buffered or direct: reads the kernel flagged readahead are buffered reads (psync, direct=0,
@@ -91,6 +92,12 @@ def options(found: Fingerprint, region_bytes: int | None = None) -> dict[str, st
                  if v >= MIN_SHARE] or [4096]  # fmt: skip
         bs = min(min(sizes), 128 * 1024)
         out["bs"] = _size(bs)
+        if dev["queue_depth"]["mean"] < 1 and dev["mbps"] > 0:
+            # Idle part of the time: paced in bytes, which readahead and writeback keep.
+            rates = [max(1, round(dev["mbps"] * 1e6 * share / jobs))
+                     for share in (dev["read_share"], 1 - dev["read_share"])]  # fmt: skip
+            out["rate"] = str(rates[0]) if base == "read" else (
+                f"{rates[0]},{rates[1]}" if base == "rw" else f"0,{rates[1]}")  # fmt: skip
     else:
         out["ioengine"] = "libaio"
         out["direct"] = "1"
