@@ -66,8 +66,9 @@ class Commands(LazyGroup):
         ),
         "capture": Lazy(
             "tuner.commands.capture:capture",
-            "Fingerprint what block devices are asked (kernel tracepoints): sizes, mix, streams, "
-            "depth, flushes, caching; write the fio job reproducing it, and check it side by side.",
+            "Record what block devices are asked (kernel tracepoints, a tracefs instance of its "
+            "own), as a fingerprint of statistics; write the fio job that reproduces a "
+            "fingerprint; check a reproduction by capturing it, side by side with the original.",
         ),
         "report": Lazy(
             "tuner.commands.report:report",

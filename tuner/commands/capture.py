@@ -57,6 +57,7 @@ def capture(
     check a reproduction by capturing it, side by side with the original.
 
     Statistics only, never file names or contents (docs/capture.md). Needs root to capture.
+
     Exit codes: 0 done, 1 the capture or fio failed, 2 bad input.
     """
     from tuner.outfile import check_output_path
