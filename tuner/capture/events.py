@@ -51,8 +51,21 @@ class Flags:
         return self.op == "W"
 
 
+_KNOWN: dict[str, Flags | None] = {}
+
+
 def parse_rwbs(rwbs: str) -> Flags | None:
     """The flags of an rwbs string ("WFS", "RA", "FF"), or None when it is not one."""
+    # A capture sees a handful of distinct strings, millions of times: each is read once.
+    if rwbs in _KNOWN:
+        return _KNOWN[rwbs]
+    flags = _parse_rwbs(rwbs)
+    if len(_KNOWN) < 1024:
+        _KNOWN[rwbs] = flags
+    return flags
+
+
+def _parse_rwbs(rwbs: str) -> Flags | None:
     rest = rwbs
     preflush = False
     if len(rest) >= 2 and rest[0] == "F" and rest[1] in _OPS:

@@ -44,7 +44,8 @@ OTHER = "other"
 
 
 def _log2(value: float) -> int:
-    return 0 if value < 1 else min(63, int(math.log2(value)))
+    """floor(log2(value)) for value >= 1, else 0 (at most 63): bit_length, no float log."""
+    return min(63, max(0, int(value).bit_length() - 1))
 
 
 def _shares(counts: Counter[int]) -> dict[str, float]:
