@@ -8,6 +8,7 @@ import pytest
 
 from tests.capture.samples import collect
 from tests.cli import iotuner
+from tuner.capture.fingerprint import check
 from tuner.capture.reproduce import job_text, options
 from tuner.trials.jobcheck import load_job
 
@@ -97,3 +98,12 @@ def test_tune_takes_a_fingerprint_as_its_workload_only(tmp_path: Path) -> None:
     source.write_text("{}")
     bad = iotuner("tune", "--capture", str(source), "--target", str(tmp_path))
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "fp.json" in bad.stderr
+
+
+def test_a_direction_without_sizes_still_reproduces() -> None:
+    """A fingerprint that passes the allow-list with reads but no read size bucket (edited by
+    hand, or every bucket rounded to 0) gives a job, not a traceback."""
+    doc = dict(collect("random-mix")[1].data)
+    doc["devices"] = [dict(doc["devices"][0], sizes={"read": {}, "write": {}})]
+    found = options(check(doc, "edited.json"))
+    assert found["bssplit"] == "4k/100,4k/100"

@@ -38,6 +38,8 @@ MAX_JOBS = 64
 
 def _split(shares: Mapping[str, float]) -> str:
     kept = {int(k): v for k, v in shares.items() if v >= MIN_SHARE}
+    if not kept and not any(shares.values()):
+        return "4k/100"  # no size recorded for this direction: fio's default block
     if not kept:
         kept = {int(max(shares, key=lambda k: shares[k])): 1.0}
     total = sum(kept.values())
