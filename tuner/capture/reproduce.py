@@ -10,7 +10,8 @@ disk are. How each figure maps (docs/capture.md):
 - read/write mix: rwmixread= from the share of requests that read;
 - sequential or random: rw=read/write/rw when most requests continue a stream, randread/
   randwrite/randrw otherwise, with percentage_random= for the part that does not;
-- streams: numjobs= the mean number of concurrent streams (sequential), one job otherwise;
+- streams: numjobs= the mean number of concurrent streams (sequential); for random buffered
+  I/O, whose synchronous callers have one request in flight each, the mean queue depth;
 - queue depth: libaio's iodepth= the mean in flight per job for direct I/O; a device idle
   part of the time (mean depth under 1) is paced with rate_iops= the captured rate (rate= the
   captured bytes for buffered I/O) and its bursts' depth (the 95th percentile);
@@ -119,6 +120,14 @@ def options(found: Fingerprint, region_bytes: int | None = None) -> dict[str, st
                 if base == "read"
                 else (f"{rates[0]},{rates[1]}" if base == "rw" else f"0,{rates[1]}")
             )
+    if buffered and not sequential:
+        # A synchronous buffered reader or writer has one request in flight at a time: the
+        # mean depth is how many of them there were (pgbench's clients, a database's
+        # backends). Direct I/O reaches its depth with libaio's iodepth instead.
+        jobs = max(1, min(MAX_JOBS, round(dev["queue_depth"]["mean"])))
+        if "rate" in out and jobs > 1:
+            out["rate"] = ",".join(str(max(1, int(r) // jobs)) if r != "0" else r
+                                   for r in out["rate"].split(","))  # fmt: skip
     if jobs > 1:
         out["numjobs"] = str(jobs)
     if "write" in kinds and per_sync is not None:
