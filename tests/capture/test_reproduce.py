@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,15 @@ def test_a_direction_without_sizes_still_reproduces() -> None:
     doc["devices"] = [dict(doc["devices"][0], sizes={"read": {}, "write": {}})]
     found = options(check(doc, "edited.json"))
     assert found["bssplit"] == "4k/100,4k/100"
+
+
+def test_random_buffered_readers_are_as_many_jobs_as_their_depth() -> None:
+    """pgbench -S through the page cache: random 8 KiB reads flagged readahead, four clients
+    keeping 3.84 in flight; one synchronous job would keep one."""
+    doc = copy.deepcopy(dict(collect("random-mix")[1].data))
+    dev = doc["devices"][0]
+    dev["cache"]["readahead_share"] = 1.0
+    dev["queue_depth"] = {"mean": 3.84, "p95": 6, "max": 8}
+    dev["read_request_share"] = dev["read_share"] = 1.0
+    found = options(check(doc, "pgbench.json"))
+    assert (found["rw"], found["direct"], found["numjobs"]) == ("randread", "0", "4")
