@@ -62,6 +62,12 @@ class Commands(LazyGroup):
             "(read-only, direct I/O): where the summed throughput stops growing short of the "
             "devices' own sum, that component is the bottleneck. Never writes.",
         ),
+        "capture": Lazy(
+            "tuner.commands.capture:capture",
+            "Record what block devices are asked (kernel tracepoints, a tracefs instance of its "
+            "own), as a fingerprint of statistics; write the fio job that reproduces a "
+            "fingerprint; check a reproduction by capturing it, side by side with the original.",
+        ),
         "report": Lazy(
             "tuner.commands.report:report",
             "Draw the topology (coloured by findings), the findings, and the saved results of "

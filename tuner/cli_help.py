@@ -59,6 +59,12 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "workloads": ("iotuner workloads", "iotuner workloads --json", "iotuner tune --workload list"),
     "man": ("iotuner man", "iotuner man --roff > iotuner.1"),
     "sweep": ("iotuner sweep /dev/sdb", "iotuner sweep /dev/sdb --json"),
+    "capture": (
+        "iotuner capture --device /dev/sdb --seconds 60 --out db.fingerprint.json",
+        "iotuner capture --reproduce db.fingerprint.json --out db.fio",
+        "iotuner capture --check db.fio --device /dev/sdc --against db.fingerprint.json",
+        "iotuner tune --capture db.fingerprint.json --target /data",
+    ),
     "bottleneck": ("iotuner bottleneck", "iotuner bottleneck --json"),
     "report": (
         "iotuner report --out report.html",

@@ -91,6 +91,13 @@ def tune(
     fio_job: Annotated[
         Path | None, typer.Option(help="Your own fio job file instead of a workload profile.")
     ] = None,
+    capture: Annotated[
+        Path | None,
+        typer.Option(
+            help="A fingerprint (iotuner capture --out): tune on its reproduction; the result "
+            "names its fidelity."
+        ),
+    ] = None,
     budget: Annotated[int, typer.Option(help="Most search trials.", min=3)] = 16,
     time_s: Annotated[
         float | None,
@@ -216,7 +223,15 @@ def tune(
     base = load_rule_base()
     main_job = target is None and destroy_data is None
     default = MAIN_JOB_WORKLOAD if main_job else DEFAULT_WORKLOAD
-    chosen = _workload(base, workload or default, fio_job)
+    captured = None
+    if capture is not None:
+        if fio_job is not None or workload is not None or peer is not None:
+            raise BadInput("--capture is the workload: give no --workload, --fio-job or --peer")
+        from tuner.capture.workload import capture_workload
+
+        chosen, captured = capture_workload(capture)
+    else:
+        chosen = _workload(base, workload or default, fio_job)
     if main_job and named is None and not chosen.files:
         # First, before the lab is built or the search imported: on a production host a bare
         # `tune` would otherwise look like it tunes that host.
@@ -253,6 +268,15 @@ def tune(
             trial_target = stack.enter_context(
                 _target(target, destroy_data, chosen, console, app_params)
             )
+            fidelity = None
+            if captured is not None:
+                # Before any setting changes: the reproduction as the defaults run it.
+                from tuner.capture.workload import measure_fidelity
+
+                fidelity = measure_fidelity(captured, chosen, trial_target)
+                console.print(f"reproduction of {capture}: fidelity {fidelity['fidelity']:.1%} "
+                              "(the largest difference in request sizes, read share, streams "
+                              "and queue depth)", style="dim", highlight=False)  # fmt: skip
             cache = cache_model(chosen, trial_target, data_set, cache_memory)
             if cache is not None:
                 console.print(cache.describe(), style="dim", highlight=False)
@@ -294,13 +318,19 @@ def tune(
         changes = {slot: v for slot, v in result.changes().items() if slot[1] != APP}
         write_plan(plan_from_tune(changes, result.baseline_settings, host,
                                   chosen.name, measured), plan_out)  # fmt: skip
-    save_result("tune", result_document(result), devices=list(trial_target.devices),
+    document = result_document(result)
+    if fidelity is not None:
+        document["capture"] = fidelity
+    save_result("tune", document, devices=list(trial_target.devices),
                 lab=main_job)  # fmt: skip  # for `iotuner report`
     if as_json:
-        sys.stdout.write(json.dumps(result_document(result), indent=2) + "\n")
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
     else:
         console.print(render_summary(result))
         print_changes(console, result)
+        if fidelity is not None:
+            console.print(f"tuned on the reproduction of {capture}, fidelity "
+                          f"{fidelity['fidelity']:.1%}", highlight=False)  # fmt: skip
 
 
 def _peer_only(

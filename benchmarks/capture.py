@@ -1,0 +1,310 @@
+"""Capture fidelity and cost: an application captured, reproduced, and the reproduction
+captured again, on the lab's modelled hard disk (issue 32).
+
+    python -m benchmarks.capture [--seconds 12] [--readers 4] [--out FILE]
+
+As root, on a lab like `hdd` (one modelled 7200 rpm disk, nbdkit) with xfs on it, in
+$IOTUNER_STATE_DIR (/tmp/iotuner-bench-capture-state when unset):
+
+1. backup: READERS large files are written and their pages dropped; `iotuner capture` (a
+   subprocess) records the disk while READERS concurrent `sha256sum` processes read one file
+   each; the capture's CPU time (user + system, from wait4) over its wall time is its cost;
+2. the fingerprint's reproduction (`iotuner capture --reproduce`, its region the files'
+   footprint) is run on the same disk by `iotuner capture --check --against`, which captures
+   it: the table prints each fidelity figure (request sizes as the histograms' total
+   variation distance, read share, streams, mean queue depth) of the original and the
+   reproduction, and their difference (issue 32's target: each within 15 %);
+3. pgbench: PostgreSQL 15 (initdb on the lab's xfs, in a memory cgroup of 160 MiB, so its
+   page cache is well short of the 300 MB database) runs `pgbench -S` (select-only, 4
+   clients) while it is captured; its reproduction (which writes: hint bits, statistics) is
+   checked on d1, d0's twin without a file system;
+4. cost at the disk's full rate: `iotuner capture` idle (the interpreter's start-up and the
+   poll loop), then beside plain fio reading the disk as fast as it goes, (a) sequential
+   1 MiB direct reads at depth 4, (b) sequential 4 KiB direct reads at depth 8 (the most
+   requests a second the disk serves), each its CPU share of one core, whole and beyond the
+   idle capture's CPU time (issue 32's target: under 2 %).
+
+The machine may be shared: the load average is printed with the figures. The lab is torn
+down at the end, also on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from tuner.lab import lab_down, lab_up, parse_spec
+from tuner.lab.system import LabError
+from tuner.trials.memcap import memory_cap
+
+SPEC = """\
+name: capture-hdd
+description: The hdd spec's modelled disk with xfs on it, for the capture benchmark.
+disks:
+  - name: d0
+    size: 2GiB
+    fs: xfs
+    model: {kind: hdd, rpm: 7200, outer_mbps: 200, inner_mbps: 100, zones: 16,
+            seek_track_ms: 1.0, seek_full_ms: 16, overhead_ms: 0.2, cache_kib: 4096,
+            queue_depth: 32, seed: 1}
+  - name: d1
+    size: 2GiB
+    model: {kind: hdd, rpm: 7200, outer_mbps: 200, inner_mbps: 100, zones: 16,
+            seek_track_ms: 1.0, seek_full_ms: 16, overhead_ms: 0.2, cache_kib: 4096,
+            queue_depth: 32, seed: 1}
+"""
+"""d1 is d0's twin with no file system: a reproduction that writes (postgres sets hint bits
+and writes its statistics even under select-only) is checked there, never on d0's xfs."""
+FILE_MIB = 192
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+PG_SCALE = 20
+"""pgbench's scale: 20 is 2,000,000 accounts, about 300 MB with its indexes."""
+PG_MEMORY = 160 << 20
+"""postgres' memory cgroup: 16 MB shared buffers, the backends, and a page cache well short
+of the database, so select-only reads reach the disk (as issue 32's 1.7 GB database did
+with 448 MB of page cache)."""
+FIDELITY = ("request sizes (histogram)", "read share (bytes)", "streams", "queue depth (mean)")
+
+
+def _cli(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tuner.cli", *args], capture_output=True,
+                          text=True, check=False, **kw)  # fmt: skip
+
+
+def _drop_caches() -> None:
+    os.sync()
+    Path("/proc/sys/vm/drop_caches").write_text("3\n")
+
+
+def _captured(device: str, seconds: float, out: Path, during: Any) -> dict[str, float]:
+    """`iotuner capture` on `device` while `during()` runs (started once the capture records);
+    returns its CPU seconds, wall seconds and CPU share of one core."""
+    began = time.monotonic()
+    child = subprocess.Popen([sys.executable, "-m", "tuner.cli", "capture", "--device", device,
+                              "--seconds", str(seconds), "--out", str(out)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    instance = Path(f"/sys/kernel/tracing/instances/iotuner-{child.pid}/events")
+    while not instance.is_dir() and child.poll() is None:
+        time.sleep(0.02)
+    recording = time.monotonic()
+    worker = threading.Thread(target=during)
+    worker.start()
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.monotonic() - began
+    worker.join()
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        assert child.stderr is not None
+        raise SystemExit(f"capture failed: {child.stderr.read().strip()}")
+    cpu = usage.ru_utime + usage.ru_stime
+    # The interpreter's start-up is not the capture's: counted all the same (an upper bound).
+    return {"cpu_s": cpu, "wall_s": wall, "recording_s": time.monotonic() - recording,
+            "core_share": cpu / wall}  # fmt: skip
+
+
+def _busiest(path: Path) -> dict[str, Any]:
+    devices = json.loads(path.read_text())["devices"]
+    return max(devices, key=lambda d: d["bytes"])
+
+
+def backup_row(device: str, mount: str, readers: int, seconds: float, work: Path) -> dict[str, Any]:
+    """Concurrent sha256sum readers captured, reproduced and checked."""
+    files = [Path(mount, f"backup-{i}.dat") for i in range(readers)]
+    for f in files:
+        subprocess.run(["dd", "if=/dev/urandom", f"of={f}", "bs=1M", f"count={FILE_MIB}",
+                        "status=none", "conv=fsync"], check=True)  # fmt: skip
+    _drop_caches()
+    original = work / "backup.json"
+
+    def backup() -> None:
+        procs = [subprocess.Popen(["timeout", str(seconds - 2), "sha256sum", str(f)],
+                                  stdout=subprocess.DEVNULL) for f in files]  # fmt: skip
+        for p in procs:
+            p.wait()
+
+    cost = _captured(device, seconds, original, backup)
+    job = work / "backup.fio"
+    footprint = _busiest(original)["footprint_bytes"]
+    done = _cli("capture", "--reproduce", str(original), "--region", str(footprint),
+                "--out", str(job))  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(done.stderr)
+    _drop_caches()
+    check = _cli("capture", "--check", str(job), "--device", device, "--seconds",
+                 str(seconds - 2), "--against", str(original), "--json")  # fmt: skip
+    if check.returncode != 0:
+        raise SystemExit(check.stderr)
+    for f in files:
+        f.unlink()
+    return {"row": f"backup: {readers} x sha256sum", "cost": cost, "job": job.read_text(),
+            **json.loads(check.stdout)}  # fmt: skip
+
+
+def _as_postgres(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["runuser", "-u", "postgres", "--", *args], capture_output=True,
+                          text=True, check=True)  # fmt: skip
+
+
+def _postgres_ids() -> tuple[int, int]:
+    import pwd
+
+    entry = pwd.getpwnam("postgres")
+    return entry.pw_uid, entry.pw_gid
+
+
+def _checked(name: str, original: Path, seconds: float, device: str, work: Path) -> dict[str, Any]:
+    """The reproduction of `original` written and checked on `device`: the check's document."""
+    job = work / f"{name}.fio"
+    footprint = _busiest(original)["footprint_bytes"]
+    done = _cli("capture", "--reproduce", str(original), "--region", str(footprint),
+                "--out", str(job))  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(done.stderr)
+    _drop_caches()
+    check = _cli("capture", "--check", str(job), "--device", device, "--seconds",
+                 str(seconds - 2), "--against", str(original), "--json",
+                 "--destroy-data")  # fmt: skip
+    if check.returncode != 0:
+        raise SystemExit(check.stderr)
+    return {"job": job.read_text(), **json.loads(check.stdout)}
+
+
+def pgbench_row(device: str, twin: str, mount: str, seconds: float, work: Path) -> dict[str, Any]:
+    """pgbench select-only on a database larger than postgres' page cache, captured,
+    reproduced and checked; postgres runs in a memory cgroup of PG_MEMORY."""
+    data, sock = Path(mount, "pgdata"), Path(tempfile.mkdtemp(prefix="iotuner-pg-"))
+    # The lab's directories are root's alone (0700): postgres may pass through to its data.
+    for above in [Path(mount), *Path(mount).parents]:
+        if str(above) in ("/", "/run"):
+            break
+        above.chmod(above.stat().st_mode | 0o001)
+    data.mkdir()
+    for path in (data, sock):
+        os.chown(path, *_postgres_ids())
+    port = "5439"
+    conn = ["-h", str(sock), "-p", port]
+    pg_ctl = ["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D", str(data)]
+    _as_postgres(str(PG_BIN / "initdb"), "-D", str(data), "-A", "trust", "--no-sync")
+    original = work / "pgbench.json"
+    tps: list[str] = []
+    try:
+        with memory_cap(PG_MEMORY) as cap:
+            opts = f"-k {sock} -p {port} -c listen_addresses='' -c shared_buffers=16MB"
+            subprocess.run([*pg_ctl, "-o", opts, "-l", str(sock / "pg.log"), "-w", "start"],
+                           check=True, capture_output=True, preexec_fn=cap.joiner())  # fmt: skip
+            try:
+                _as_postgres("pgbench", *conn, "-i", "-s", str(PG_SCALE), "-q", "postgres")
+                _as_postgres("psql", *conn, "-c", "CHECKPOINT", "postgres")
+                _drop_caches()
+
+                def select_only() -> None:
+                    done = _as_postgres("pgbench", *conn, "-S", "-c", "4", "-j", "2", "-T",
+                                        str(int(seconds - 2)), "postgres")  # fmt: skip
+                    tps.extend(ln for ln in done.stdout.splitlines() if ln.startswith("tps"))
+
+                cost = _captured(device, seconds, original, select_only)
+            finally:
+                subprocess.run([*pg_ctl, "-m", "fast", "-w", "stop"], capture_output=True)
+        checked = _checked("pgbench", original, seconds, twin, work)
+    finally:
+        subprocess.run(["rm", "-rf", str(data), str(sock)], check=True)
+    return {"row": f"pgbench -S, scale {PG_SCALE}, {PG_MEMORY >> 20} MiB cgroup", "cost": cost,
+            "tps": tps, **checked}  # fmt: skip
+
+
+def cost_rows(device: str, seconds: float, work: Path) -> list[dict[str, Any]]:
+    """The capture's CPU share beside plain fio at the disk's full rate."""
+    rows = [{"row": "idle (start-up and polling only)", "cost": _captured(device, seconds,
+             work / "idle.json", lambda: None), "iops": 0.0, "mbps": 0.0, "events": 0}]  # fmt: skip
+    for name, bs, depth in (("1 MiB sequential reads, depth 4", "1m", 4),
+                            ("4 KiB sequential reads, depth 8", "4k", 8)):  # fmt: skip
+
+        def fio(bs: str = bs, depth: int = depth) -> None:
+            subprocess.run(["fio", "--name=full", f"--filename={device}", "--readonly",
+                            "--direct=1", "--ioengine=libaio", f"--bs={bs}",
+                            f"--iodepth={depth}", "--rw=read", "--size=1G",
+                            f"--runtime={seconds - 2}", "--time_based",
+                            "--output=/dev/null"], check=True)  # fmt: skip
+
+        out = work / f"cost-{bs}.json"
+        cost = _captured(device, seconds, out, fio)
+        dev = _busiest(out)
+        rows.append({"row": name, "cost": cost, "iops": dev["iops"], "mbps": dev["mbps"],
+                     "events": json.loads(out.read_text())["events"]})  # fmt: skip
+    return rows
+
+
+def main() -> None:
+    """Run the benchmark and print its tables."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=12.0)
+    parser.add_argument("--readers", type=int, default=4)
+    parser.add_argument("--no-pgbench", action="store_true", help="the backup row only")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    os.environ.setdefault("IOTUNER_STATE_DIR", "/tmp/iotuner-bench-capture-state")
+    Path(os.environ["IOTUNER_STATE_DIR"]).mkdir(mode=0o700, exist_ok=True)
+    lab = lab_up(parse_spec(SPEC, "capture benchmark", "capture-hdd"))
+    rows: list[dict[str, Any]] = []
+    try:
+        device = lab.disks[0].device
+        assert lab.mountpoint is not None
+        with tempfile.TemporaryDirectory(prefix="iotuner-bench-capture-") as tmp:
+            rows.append(backup_row(device, lab.mountpoint, args.readers, args.seconds, Path(tmp)))
+            if not args.no_pgbench:
+                try:
+                    twin = lab.disks[1].device
+                    rows.append(pgbench_row(device, twin, lab.mountpoint, args.seconds, Path(tmp)))
+                except (subprocess.CalledProcessError, SystemExit) as err:
+                    print(
+                        f"pgbench row failed: {err} {getattr(err, 'stderr', '')}", file=sys.stderr
+                    )
+            costs = cost_rows(device, args.seconds, Path(tmp))
+    finally:
+        for _ in range(5):
+            try:
+                lab_down()
+                break
+            except LabError as err:  # a loop device still held detaches when closed
+                print(f"lab down: {err}; again in 2 s", file=sys.stderr)
+                time.sleep(2)
+    load = os.getloadavg()
+    print(f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} (a shared machine)")
+    for row in rows:
+        print(f"\n{row['row']}: fidelity {row['fidelity']:.1%} (target 15 %)")
+        for line in row.get("tps", []):
+            print(f"pgbench during the capture: {line}")
+        print(f"{'statistic':28} {'original':>12} {'reproduction':>13} {'difference':>11}")
+        for r in row["rows"]:
+            if r["name"] in FIDELITY or r["name"] in ("requests/s", "MB/s", "sequential share"):
+                a, b = r["original"], r["reproduction"]
+                print(
+                    f"{r['name']:28} {'-' if a is None else f'{a:.4g}':>12} "
+                    f"{'-' if b is None else f'{b:.4g}':>13} {r['difference']:>10.1%}"
+                )
+        print("\nreproduction:\n" + row["job"])
+    idle = costs[0]["cost"]["cpu_s"]
+    print(f"{'capture cost beside':34} {'req/s':>8} {'MB/s':>7} {'CPU s':>6} {'wall s':>7} "
+          f"{'of a core':>9} {'beyond idle':>11}")  # fmt: skip
+    shown = [{"row": r["row"], "iops": None, "mbps": None, "cost": r["cost"]} for r in rows]
+    for row in [*shown, *costs]:
+        c = row["cost"]
+        rate = "-" if row["iops"] is None else f"{row['iops']:.0f}"
+        mbps = "-" if row["mbps"] is None else f"{row['mbps']:.0f}"
+        beyond = max(0.0, c["cpu_s"] - idle) / c["wall_s"]
+        print(f"{row['row']:34} {rate:>8} {mbps:>7} {c['cpu_s']:6.2f} {c['wall_s']:7.1f} "
+              f"{c['core_share']:9.2%} {beyond:11.2%}")  # fmt: skip
+    if args.out:
+        args.out.write_text(json.dumps({"rows": rows, "costs": costs, "load": load}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

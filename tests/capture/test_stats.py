@@ -1,0 +1,119 @@
+"""The streaming statistics: on recorded trace_pipe text, and on events whose answer is known."""
+
+from __future__ import annotations
+
+from tests.capture.samples import collect
+from tuner.capture.events import Event, parse_rwbs
+from tuner.capture.stats import FOOTPRINT_CHUNKS, INFLIGHT, STREAMS, DeviceStats, Footprint
+
+
+def _event(ts: float, sector: int, size: int = 4096, rwbs: str = "R", issue: bool = True,
+           comm: str = "app", pid: int = 1) -> Event:  # fmt: skip
+    flags = parse_rwbs(rwbs)
+    assert flags is not None
+    return Event(issue=issue, ts=ts, major=7, minor=0, flags=flags, sector=sector, size=size,
+                 comm=comm if issue else "", pid=pid if issue else 0)  # fmt: skip
+
+
+def test_a_random_mix_shows_its_sizes_its_mix_and_no_stream() -> None:
+    _, found = collect("random-mix")
+    dev = found.busiest()
+    assert dev is not None
+    assert set(dev["sizes"]["read"]) == {"4096", "16384", "65536"}
+    assert set(dev["sizes"]["write"]) == {"4096", "16384", "65536"}
+    assert 0.65 < dev["read_request_share"] < 0.9  # fio paced 150 reads to 50 writes a second
+    assert dev["sequential_share"] < 0.1
+    assert dev["streams"] == 0
+    assert dev["cache"]["readahead_share"] == 0  # direct reads: never readahead
+    assert dev["cache"]["sync_write_share"] == 1  # direct writes carry the sync flag
+    assert [p["comm"] for p in dev["by_process"]] == ["fio"]
+
+
+def test_two_buffered_readers_are_two_streams_of_readahead() -> None:
+    _, found = collect("buffered-streams")
+    dev = found.busiest()
+    assert dev is not None
+    assert 1.7 < dev["streams"] < 2.3
+    assert dev["sequential_share"] > 0.9
+    assert dev["cache"]["readahead_share"] == 1
+    # fio asked for 16 KiB; the device saw the readahead window grow to 256 KiB
+    assert max(int(k) for k in dev["sizes"]["read"]) == 256 * 1024
+    assert dev["read_share"] == 1
+
+
+def test_flushes_are_counted_once_per_request() -> None:
+    collector, found = collect("fdatasync")
+    dev = found.busiest()
+    assert dev is not None
+    flushes = dev["flushes"]
+    # The kernel prints a flush request "FF" (a flush op with a preflush): 19 of them.
+    assert flushes["flush"] == flushes["preflush"] == 19
+    assert flushes["writes_per_sync"] == round(dev["requests"] / 19, 3)
+    assert dev["read_share"] == 0
+    assert collector.unparsed == 0 and collector.lost == 0
+
+
+def test_queue_depth_is_issued_minus_completed_over_time() -> None:
+    stats = DeviceStats(1 << 30)
+    stats.add(_event(0.0, 0))
+    stats.add(_event(1.0, 100))  # two in flight from 1 s
+    stats.add(_event(2.0, 0, issue=False))
+    stats.add(_event(4.0, 100, issue=False))
+    stats.add(_event(4.0, 999, issue=False))  # issued before the capture: not counted
+    depth = stats.summary(4.0)["queue_depth"]
+    # 1 for 1 s, 2 for 1 s, 1 for 2 s: 5 request-seconds over 4 s
+    assert depth["mean"] == 1.25
+    assert depth["max"] == 2
+    assert stats.unmatched == 1
+
+
+def test_interleaved_sequential_readers_are_counted_as_streams() -> None:
+    stats = DeviceStats(1 << 30)
+    ends = [0, 1 << 20, 2 << 20]  # three readers, 512 MiB apart in sectors
+    ts = 0.0
+    for _ in range(300):
+        for i, start in enumerate(ends):
+            stats.add(_event(ts, start, size=65536))
+            stats.add(_event(ts + 0.001, start, size=65536, issue=False))
+            ends[i] = start + 128
+            ts += 0.002
+    summary = stats.summary(ts)
+    assert summary["streams"] == 3
+    assert summary["sequential_share"] > 0.99
+    assert summary["seek_median_bytes"] > 256 << 20  # every switch between readers is a seek
+
+
+def test_random_requests_open_no_stream_and_the_stream_table_stays_bounded() -> None:
+    stats = DeviceStats(1 << 40)
+    for i in range(5000):
+        sector = (i * 7919 * 2654435761) % (1 << 37)
+        stats.add(_event(i * 0.001, sector))
+    assert len(stats.total.streams.heads) == STREAMS
+    assert stats.summary(5.0)["streams"] == 0
+    assert len(stats.inflight) == INFLIGHT  # never completed: the oldest are dropped
+
+
+def test_the_hot_set_is_where_most_requests_went() -> None:
+    footprint = Footprint(1 << 30, FOOTPRINT_CHUNKS)
+    for _ in range(90):
+        footprint.add(0, 4096)  # one hot MiB
+    for i in range(10):
+        footprint.add((i + 1) << 20, 4096)  # ten cold ones
+    touched, hot = footprint.summary()
+    assert touched == 11 << 20
+    assert hot == 1 << 20
+
+
+def test_a_large_device_keeps_its_footprint_map_bounded() -> None:
+    footprint = Footprint(1 << 44, FOOTPRINT_CHUNKS)  # 16 TiB
+    assert len(footprint.counts) <= FOOTPRINT_CHUNKS
+    footprint.add((1 << 44) + 4096, 4096)  # past the end: ignored
+    assert footprint.summary() == (0, 0)
+
+
+def test_processes_beyond_the_bound_fold_into_other() -> None:
+    stats = DeviceStats(1 << 30)
+    for i in range(40):
+        stats.add(_event(i * 0.01, i * 1000, comm=f"p{i}", pid=i + 1))
+    names = [p["comm"] for p in stats.summary(1.0)["by_process"]]
+    assert len(names) == 16 and "other" in names

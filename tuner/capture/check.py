@@ -1,0 +1,57 @@
+"""A job run on a trial target while its devices are captured: the reproduction's own
+fingerprint, for `capture --check` and for the fidelity `tune --capture` names."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any, BinaryIO
+
+from tuner.capture.fingerprint import Fingerprint
+from tuner.capture.session import capture, device
+from tuner.errors import IotunerError
+from tuner.trials.fio import job_text, run_fio
+from tuner.trials.targets import TrialTarget
+
+SLACK_S = 30.0
+"""How much longer than the job the capture may wait for fio to end (start-up, the flush)."""
+
+
+def run_captured(
+    options: Mapping[str, Any],
+    target: TrialTarget,
+    seconds: float,
+    *,
+    region_bytes: int | None = None,
+    writes: bool = False,
+    trace: BinaryIO | None = None,
+) -> Fingerprint:
+    """Run the job `options` on `target` for `seconds` (fio started once the capture records)
+    and return the capture of the target's devices, which ends when fio does."""
+    devices = [device(f"/dev/{name}") for name in target.devices]
+    region = target.size_bytes if region_bytes is None else min(region_bytes, target.size_bytes)
+    text = job_text(dict(options), runtime_s=seconds, ramp_s=0.0, filename=target.path,
+                    region_bytes=region, title="capture check")  # fmt: skip
+    failure: list[BaseException] = []
+    done = threading.Event()
+
+    def fio() -> None:
+        try:
+            run_fio(text, timeout_s=seconds + SLACK_S, what=target.path, devices=target.devices,
+                    may_write=writes)  # fmt: skip
+        except BaseException as err:  # handed to the caller's thread below
+            failure.append(err)
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=fio, name="iotuner-check-fio", daemon=True)
+    try:
+        found = capture(devices, seconds + SLACK_S, trace=trace, stop=done.is_set,
+                        ready=worker.start)  # fmt: skip
+    finally:
+        if worker.is_alive():
+            worker.join()
+    if failure:
+        err = failure[0]
+        raise err if isinstance(err, IotunerError) else IotunerError(f"fio failed: {err}")
+    return found

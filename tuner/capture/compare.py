@@ -1,0 +1,85 @@
+"""Two fingerprints side by side: each statistic of the original and of the reproduction, and
+how far apart they are.
+
+The four figures issue 32 holds a reproduction to (request sizes, read share, streams, queue
+depth) make its fidelity: the largest of their differences. Request sizes differ by the total
+variation distance of their histograms (the share of requests that would have to change
+bucket); the others by their relative difference |b - a| / a.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tuner.capture.fingerprint import Fingerprint, size_shares
+from tuner.errors import BadInput
+
+TOLERANCE = 0.15
+"""Issue 32's target: each fidelity figure within 15 %."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One statistic: its name, both values, their difference (None where not comparable) and
+    whether it counts toward the fidelity."""
+
+    name: str
+    original: float | None
+    reproduction: float | None
+    difference: float | None
+    fidelity: bool = False
+
+
+def _relative(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None:
+        return None
+    if a == b:
+        return 0.0
+    return abs(b - a) / abs(a) if a else 1.0
+
+
+def _sizes(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
+    sa, sb = size_shares(a), size_shares(b)
+    return round(0.5 * sum(abs(sa.get(k, 0.0) - sb.get(k, 0.0)) for k in set(sa) | set(sb)), 4)
+
+
+Getter = Callable[[Mapping[str, Any]], float | None]
+STATISTICS: tuple[tuple[str, Getter, bool], ...] = (
+    ("read share (bytes)", lambda d: d["read_share"], True),
+    ("streams", lambda d: d["streams"], True),
+    ("queue depth (mean)", lambda d: d["queue_depth"]["mean"], True),
+    ("read size (mean, bytes)", lambda d: d["mean_size"]["read"] or None, False),
+    ("write size (mean, bytes)", lambda d: d["mean_size"]["write"] or None, False),
+    ("sequential share", lambda d: d["sequential_share"], False),
+    ("readahead share of reads", lambda d: d["cache"]["readahead_share"], False),
+    ("sync share of writes", lambda d: d["cache"]["sync_write_share"], False),
+    ("writes per flush", lambda d: d["flushes"]["writes_per_sync"], False),
+    ("requests/s", lambda d: d["iops"], False),
+    ("MB/s", lambda d: d["mbps"], False),
+    ("footprint (bytes)", lambda d: d["footprint_bytes"], False),
+    ("seek (median, bytes)", lambda d: d["seek_median_bytes"], False),
+    ("inter-arrival (mean, us)", lambda d: d["interarrival_us"]["mean"], False),
+)
+
+
+def compare(original: Fingerprint, reproduction: Fingerprint) -> list[Row]:
+    """The statistics of both fingerprints' busiest devices, side by side."""
+    a, b = original.busiest(), reproduction.busiest()
+    if a is None:
+        raise BadInput(f"{original.where}: the capture saw no read or write")
+    if b is None:
+        raise BadInput(f"{reproduction.where}: the reproduction's capture saw no read or write")
+    rows = [Row("request sizes (histogram)", None, None, _sizes(a, b), True)]
+    for name, get, counts in STATISTICS:
+        x, y = get(a), get(b)
+        diff = _relative(x, y)
+        rows.append(Row(name, x, y, None if diff is None else round(diff, 4), counts))
+    return rows
+
+
+def fidelity(rows: list[Row]) -> float:
+    """The largest difference among the fidelity figures (0 a perfect reproduction)."""
+    return max((r.difference for r in rows if r.fidelity and r.difference is not None),
+               default=0.0)  # fmt: skip

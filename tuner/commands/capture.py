@@ -1,0 +1,195 @@
+"""`iotuner capture`: fingerprint what devices are asked; reproduce it; check a reproduction."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from tuner.console import output_console
+from tuner.errors import BadInput
+
+
+def capture(
+    device: Annotated[
+        list[str] | None,
+        typer.Option("--device", help="A block device to capture (/dev/sdb or sdb); repeat it."),
+    ] = None,
+    seconds: Annotated[
+        float, typer.Option(help="How long to capture (with --check: at most this long).")
+    ] = 60.0,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Write the fingerprint (with --reproduce: the fio job) to this file."),
+    ] = None,
+    trace: Annotated[
+        Path | None,
+        typer.Option(help="Also keep the raw trace_pipe lines here (at most 64 MiB)."),
+    ] = None,
+    reproduce: Annotated[
+        Path | None,
+        typer.Option(help="Write the fio job reproducing this fingerprint (to --out or stdout)."),
+    ] = None,
+    region: Annotated[
+        str | None,
+        typer.Option(help="With --reproduce: the region the job may use (size=), e.g. 1GiB."),
+    ] = None,
+    check: Annotated[
+        Path | None,
+        typer.Option(help="Run this fio job on the one --device while capturing it."),
+    ] = None,
+    against: Annotated[
+        Path | None,
+        typer.Option(help="With --check: the original fingerprint to print side by side."),
+    ] = None,
+    destroy_data: Annotated[
+        bool,
+        typer.Option("--destroy-data", help="With --check: the job may write to the device."),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Record what block devices are asked (kernel tracepoints, a tracefs instance of its
+    own), as a fingerprint of statistics; write the fio job that reproduces a fingerprint;
+    check a reproduction by capturing it, side by side with the original.
+
+    Statistics only, never file names or contents (docs/capture.md). Needs root to capture.
+
+    Exit codes: 0 done, 1 the capture or fio failed, 2 bad input.
+    """
+    from tuner.outfile import check_output_path
+
+    for path, option in ((out, "--out"), (trace, "--trace")):
+        if path is not None:
+            check_output_path(path, option)
+    if reproduce is not None:
+        if device or check or against or trace:
+            raise BadInput("--reproduce takes only --out and --region")
+        _reproduce(reproduce, out, region)
+        return
+    if region is not None:
+        raise BadInput("--region goes with --reproduce")
+    if not device:
+        raise BadInput("name a device to capture: --device /dev/sdb (repeat it for more)")
+    if check is None and (against is not None or destroy_data):
+        raise BadInput("--against and --destroy-data go with --check JOB")
+    if check is not None:
+        _check(check, device, seconds, out, trace, against, destroy_data, as_json)
+        return
+    from tuner.capture.session import capture as run
+    from tuner.capture.session import device as resolve
+
+    devices = [resolve(d) for d in device]
+    found = _with_trace(trace, lambda f: run(devices, seconds, trace=f))
+    _write(found.to_json(), out)
+    if as_json or out is None:
+        if out is None:
+            return
+        typer.echo(found.to_json(), nl=False)
+        return
+    _summary(found.data)
+
+
+def _with_trace(trace: Path | None, body: Any) -> Any:
+    if trace is None:
+        return body(None)
+    import os
+
+    try:
+        fd = os.open(trace, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o600)  # fmt: skip
+    except OSError as err:
+        raise BadInput(f"--trace {trace}: cannot write it ({err.strerror})") from None
+    with os.fdopen(fd, "wb") as f:
+        return body(f)
+
+
+def _write(text: str, out: Path | None) -> None:
+    from tuner.outfile import write_file
+
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        write_file(out, text, mode=0o644, what="capture")
+
+
+def _reproduce(path: Path, out: Path | None, region: str | None) -> None:
+    from tuner.capture.fingerprint import load
+    from tuner.capture.reproduce import job_text
+    from tuner.units import parse_size
+
+    try:
+        region_bytes = None if region is None else parse_size(region)
+    except ValueError:
+        raise BadInput(f"--region {str(region)[:40]!r}: expected a size (1GiB, 512M)") from None
+    found = load(path)
+    _write(job_text(found, region_bytes, title=_printable(path.name)), out)
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isascii() and c.isprintable() else "?" for c in text)[:80]
+
+
+def _check(
+    job_path: Path,
+    device: list[str],
+    seconds: float,
+    out: Path | None,
+    trace: Path | None,
+    against: Path | None,
+    destroy_data: bool,
+    as_json: bool,
+) -> None:
+    from tuner.capture.check import run_captured
+    from tuner.capture.fingerprint import load
+    from tuner.capture.session import device as resolve
+    from tuner.trials.fio import fio_size
+    from tuner.trials.jobcheck import load_job
+    from tuner.trials.targets import TrialTarget
+
+    if len(device) != 1:
+        raise BadInput("--check runs the job on one --device")
+    original = load(against) if against is not None else None
+    job = load_job(job_path)
+    if job.writes and not destroy_data:
+        raise BadInput(f"--check {job_path}: the job writes; add --destroy-data to let it "
+                       f"write to {device[0]}")  # fmt: skip
+    dev = resolve(device[0])
+    target = TrialTarget.device(f"/dev/{dev.name}", destroy_data=job.writes)
+    region = None
+    if "size" in job.placement:
+        with contextlib.suppress(ValueError):
+            region = fio_size(job.placement["size"])
+    found = _with_trace(
+        trace,
+        lambda f: run_captured(
+            job.options, target, seconds, region_bytes=region, writes=job.writes, trace=f
+        ),
+    )
+    if out is not None:
+        _write(found.to_json(), out)
+    if original is None:
+        if as_json:
+            typer.echo(found.to_json(), nl=False)
+        else:
+            _summary(found.data)
+        return
+    from tuner.capture.compare import compare, fidelity
+
+    rows = compare(original, found)
+    if as_json:
+        typer.echo(json.dumps({"fidelity": fidelity(rows), "rows": [r.__dict__ for r in rows]},
+                              indent=1))  # fmt: skip
+        return
+    from tuner.capture.view import render_compare
+
+    render_compare(output_console(), rows, fidelity(rows))
+
+
+def _summary(data: dict[str, Any]) -> None:
+    from tuner.capture.view import render_fingerprint
+
+    render_fingerprint(output_console(), data)
