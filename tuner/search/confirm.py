@@ -12,6 +12,16 @@ A measurement may come back flagged (its figures are not the device's: page cach
 read through; tuner/trials/flags.py): a candidate with a flagged sample is refused whatever its
 figures, and a flagged baseline sample leaves nothing to compare with, so nothing is chosen.
 For IOPS, a candidate whose p99 latency rose by more than `p99_rise` is refused too.
+
+A round is one trial per point, and one trial can measure an event rather than the setting: a
+reno flow on a 300 ms path that takes a burst of losses (its own slow start overshooting the
+bottleneck's queue, or a delay line starved of CPU on a shared machine) falls back and regrows
+at one segment a round trip, minutes at a 18.75 MB window, so that round measured 1.4 Mbit/s
+where the others measured 477.8 and the mean and interval followed it (issue 28). So a figure
+outside its point's other figures by more than the noise (`_outside`) is measured once more
+(`Recheck`): a re-measure back within them replaces it, one outside again keeps it (a setting
+that collapses twice is not a better setting: its collapse counts). Flagged figures are never
+re-measured (a flag refuses its candidate whatever the figure).
 """
 
 from __future__ import annotations
@@ -20,11 +30,12 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeAlias
 
 from scipy import stats
 
+from tuner.search.fidelity import NOISE_FLOOR
 from tuner.search.simplify import changes_from
 from tuner.search.space import Point, point_key
 
@@ -37,9 +48,38 @@ class Sample:
     score: float
     p99_us: float | None = None
     flag: str | None = None
+    trial: int | None = None  # the number of the trial that measured it, when known
 
 
 Measure: TypeAlias = Callable[[Point], "float | Sample"]
+
+
+@dataclass(frozen=True)
+class Recheck:
+    """A figure outside its point's other figures, measured once more.
+
+    `first` is the round's figure, `again` the re-measure's, `others` the least and most of the
+    point's other figures then, `counted` the one the point keeps: `again` when it came back
+    within them (or was flagged: a flag refuses), else `first`. `dropped_trial` is the
+    number of the trial that no longer counts (None when the measure gave none).
+    """
+
+    point: Point
+    round: int
+    first: float
+    again: float
+    others: tuple[float, float]
+    counted: float
+    dropped_trial: int | None = None
+
+    def describe(self) -> str:
+        """One line for people."""
+        kept = ("the re-measure counts" if self.counted == self.again and self.first != self.again
+                else "outside again: the first counts")  # fmt: skip
+        return (
+            f"round {self.round} measured {self.first:.4g} against {self.others[0]:.4g}-"
+            f"{self.others[1]:.4g} in the others: measured again, {self.again:.4g}; {kept}"
+        )
 
 
 @dataclass(frozen=True)
@@ -88,6 +128,7 @@ class Confirmation:
     baseline_point: Point = field(default_factory=dict)
     comparisons: tuple[Comparison, ...] = ()
     note: str | None = None  # why nothing could be chosen, beyond "no gain"
+    rechecks: tuple[Recheck, ...] = ()
 
     @property
     def recommended(self) -> Point:
@@ -101,6 +142,14 @@ is worth another round: with three rounds a noisy baseline (cv 8 %, the default 
 one reader on the lab's striped array) leaves Welch's t two degrees of freedom, and a steady
 x1.30 gain was refused (interval 0.91-1.9). Below it (a flat landscape's 1-3 % differences)
 more rounds would cost time to confirm what is not worth a change."""
+
+
+OUTSIDE_BY = 3.0
+"""A figure is outside its point's others when it lies beyond their least or most by more than
+this many times the noise (the largest of the search's baseline cv, the confirmation's own
+typical cv and NOISE_FLOOR): three standard deviations, so a trial's ordinary scatter is
+almost never measured twice (replacing it would narrow the interval on no evidence), and a
+collapsed round (1.4 against 477.8 Mbit/s) always is."""
 
 
 def _logs(samples: Sequence[float]) -> list[float]:
@@ -149,6 +198,7 @@ def confirm(
     max_rounds: int | None = None,
     undecided_above: float = UNDECIDED_ABOVE,
     extra_until: float | None = None,
+    noise: float = NOISE_FLOOR,
 ) -> Confirmation:
     """Measure baseline and candidates interleaved `rounds` times and pick a winner, or none.
 
@@ -168,6 +218,11 @@ def confirm(
     time.monotonic() deadline), such a round starts only if, as long as the last one took, it
     would end by then: a tune promised to end in time (the main job's three minutes) stops
     with the rounds it has.
+
+    After the first `rounds` and after every further round, each figure outside its point's
+    others by more than OUTSIDE_BY x the noise (`noise`, the search's, or the confirmation's
+    own when larger) is measured once more (the module's docstring;
+    `Confirmation.rechecks`), under the same deadline as a further round.
     """
     if rounds < 2:
         raise ValueError("confirmation needs at least two rounds to estimate the noise")
@@ -182,15 +237,82 @@ def confirm(
     took = 0.0
     for _ in range(rounds):
         took = _round(measure, baseline, unique, base_samples, cand_samples)
+    trial_s = took / (1 + len(unique))
+    points = [dict(baseline), *unique]
+    every = [base_samples, *cand_samples]
+    noise = max(noise, NOISE_FLOOR, _typical_cv(every))
+    rechecks: list[Recheck] = []
+    checked: set[tuple[int, int]] = set()
+    rechecks += _recheck(measure, points, every, checked, noise, trial_s, extra_until)
     outcome = _outcome(baseline, unique, base_samples, cand_samples, level, simpler_within,
                        p99_rise)  # fmt: skip
     while outcome.rounds < (max_rounds or rounds) and _undecided(outcome, undecided_above):
         if extra_until is not None and time.monotonic() + took > extra_until:
             break
         took = _round(measure, baseline, unique, base_samples, cand_samples)
+        trial_s = took / (1 + len(unique))
+        rechecks += _recheck(measure, points, every, checked, noise, trial_s, extra_until)
         outcome = _outcome(baseline, unique, base_samples, cand_samples, level, simpler_within,
                            p99_rise)  # fmt: skip
-    return outcome
+    return replace(outcome, rechecks=tuple(rechecks))
+
+
+def _typical_cv(every: Sequence[Sequence[Sample]]) -> float:
+    """The confirmation's own noise: the median over its points of each point's cv. A median,
+    so one point's collapsed round does not hide itself by widening the margin it is judged
+    by (two points: 0.4 % and a collapse's 170 % give 85 %, still a factor of 13 short of
+    1.4 against 477.8 Mbit/s); trials noisier than the search's baseline raise it."""
+    cvs = [cv_of([s.score for s in samples]) for samples in every if len(samples) >= 2]
+    return statistics.median(cvs) if cvs else 0.0
+
+
+def outside(score: float, others: Sequence[float], margin: float) -> bool:
+    """Whether `score` lies beyond the least or the most of `others` by more than `margin`
+    (a share, on log values: as far below as above); False with fewer than two others."""
+    if len(others) < 2:
+        return False
+    low, high = math.log(max(min(others), 1e-9)), math.log(max(max(others), 1e-9))
+    value = math.log(max(score, 1e-9))
+    return value < low - margin or value > high + margin
+
+
+def _recheck(
+    measure: Measure,
+    points: Sequence[Point],
+    every: Sequence[list[Sample]],
+    checked: set[tuple[int, int]],
+    noise: float,
+    trial_s: float,
+    until: float | None,
+) -> list[Recheck]:
+    """Each figure not yet judged that lies outside its point's others by more than
+    OUTSIDE_BY x `noise`, or x the others' own cv when larger (`outside`), measured once
+    more; the samples are updated in place (the module's docstring). A re-measure starts
+    only when, as long as a trial took (`trial_s`), it ends by `until`. Each figure is
+    judged once."""
+    done = []
+    for index, (point, samples) in enumerate(zip(points, every, strict=True)):
+        for at, sample in enumerate(samples):
+            if (index, at) in checked:
+                continue
+            others = [s.score for j, s in enumerate(samples) if j != at and s.flag is None]
+            # A point noisier than the rest is judged by its own scatter: replacing its
+            # ordinary extremes would narrow its interval on no evidence.
+            margin = OUTSIDE_BY * max(noise, cv_of(others))
+            if sample.flag is not None or not outside(sample.score, others, margin):
+                checked.add((index, at))
+                continue
+            if until is not None and time.monotonic() + trial_s > until:
+                continue  # judged again after a further round, if one runs
+            checked.add((index, at))
+            again = _sample(measure(point))
+            back = again.flag is not None or not outside(again.score, others, margin)
+            counted, dropped = (again, sample) if back else (sample, again)
+            samples[at] = counted
+            done.append(Recheck(dict(point), at + 1, sample.score, again.score,
+                                (min(others), max(others)), counted.score,
+                                dropped.trial))  # fmt: skip
+    return done
 
 
 def _round(
