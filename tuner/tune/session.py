@@ -57,8 +57,18 @@ fault makes one 2-4 times slower) must neither set the baseline nor teach the se
 point is bad. A point really that bad measures so again, at the cost of one trial's time."""
 
 
+LEAST_WINDOW_S = 1.0
+"""The shortest measured part a time bound cuts a trial to: fio's quick look, iperf3's whole
+second. Below it a trial measures nothing worth its start."""
+
+
 AGAIN = "again"
 """The phase of a search trial's second measurement (SLOW_BELOW): no budget trial."""
+
+OUTSIDE = "confirm-outside"
+"""The phase of a confirmation trial that no longer counts: its figure lay outside its point's
+others and the re-measure came back within them, or it was that re-measure and came back
+outside again (tuner/search/confirm.py, `Recheck`)."""
 
 
 @dataclass(frozen=True)
@@ -127,8 +137,12 @@ def trial_with(
     ramp_s: float,
     io_cap_bytes: int | None = None,
     cache: CacheModel | None = None,
+    *,
+    ceiling_s: float | None = None,
 ) -> PointTrial:
     """Apply host `settings`, run one trial, and put the host back whatever happened.
+
+    `ceiling_s` is the longest its window may run (what a --time bound leaves: run_trial).
 
     `had` is the batch as read back after all of it was written, plus the queue settings of
     the target's devices the batch did not name (a write may move them: on a rotational disk,
@@ -153,7 +167,7 @@ def trial_with(
                     except TunableError:
                         continue  # a partition or a device without that attribute
         result = run_trial(target, workload, app, runtime_s, ramp_s,
-                           io_cap_bytes=io_cap_bytes, cache=cache)  # fmt: skip
+                           io_cap_bytes=io_cap_bytes, cache=cache, ceiling_s=ceiling_s)  # fmt: skip
         return PointTrial(result, had)
     finally:
         engine.restore()
@@ -224,6 +238,7 @@ class Search:
         # its cache (tuner/trials/settle.py), instead of each finding it out by running twice.
         self.ramp_s = config.ramp_s
         self._initial = 0  # the rules' points the search starts from (run)
+        self._phase = "baseline"  # of the trial being measured: its time bound (window_left)
 
     # -- one measurement -------------------------------------------------------------------
 
@@ -234,7 +249,8 @@ class Search:
             self.before_trial()
         except DevicesBusy as err:
             raise DevicesBusy(f"before trial {len(self.records) + 1} ({phase}): {err}") from None
-        length = self.decide if phase == "confirm" else self.fidelity.screen
+        self._phase = phase
+        length = self.within_time(self.decide if phase == "confirm" else self.fidelity.screen)
         began = time.monotonic()
         try:
             done = self.runner(point) if self.sized is None else self.sized(point, length)
@@ -265,6 +281,34 @@ class Search:
         self.on_trial(record)
         self.on_progress(self._progress(record, length, took))
         return result
+
+    def window_left(self, ramp_s: float) -> float | None:
+        """The seconds the trial starting now may measure for after a `ramp_s` ramp, its cost
+        beyond its length counted, within a --time bound; None without one. A search or
+        baseline trial must end before confirmation's reserve (the plan's `search_end_s`), a
+        confirmation trial by the plan's end, sharing what is left with the confirmation
+        trials still to come: a trial that does not settle then takes its share, not theirs."""
+        plan = self.plan
+        if self.config.time_s is None or plan is None or not math.isfinite(plan.end_s):
+            return None
+        if self._phase == "confirm":
+            done = sum(1 for r in self.records if r.phase == "confirm")
+            share = max(plan.points * plan.rounds - done, 1)
+            left = (self.started + plan.end_s - time.monotonic()) / share
+        else:
+            left = self.started + plan.search_end_s - time.monotonic()
+        return left - ramp_s - self._overhead()
+
+    def within_time(self, length: TrialLength) -> TrialLength:
+        """`length` bounded by what the time bound leaves (`window_left`): its measured part
+        at most that, never below LEAST_WINDOW_S (a bound the least tune overruns still
+        measures something), and that as its `ceiling_s`, so a trial that runs until steady
+        state stops there too. Unchanged without a bound."""
+        left = self.window_left(length.ramp_s)
+        if left is None:
+            return length
+        left = max(left, LEAST_WINDOW_S)
+        return replace(length, runtime_s=min(length.runtime_s, left), ceiling_s=left)
 
     def _progress(self, record: TrialRecord, length: TrialLength, took: float) -> TrialProgress:
         """Where the tune is after `record`: its number, the estimated total and time left."""
@@ -410,7 +454,9 @@ class Search:
                               p99_rise=self.objective.p99_rise,
                               max_rounds=config.confirm_max_rounds,
                               extra_until=started + plan.end_s
-                              if math.isfinite(plan.end_s) else None)  # fmt: skip
+                              if math.isfinite(plan.end_s) else None,
+                              noise=noise)  # fmt: skip
+            self._set_apart(outcome)
         except DevicesBusy as err:
             outcome = _unconfirmed(baseline, self.records, self.objective)
             reason = reason if reason.startswith("stopped early") else f"stopped early: {err}"
@@ -507,7 +553,15 @@ class Search:
     def _confirm_sample(self, point: Point) -> Sample:
         result = self.measure(point, "confirm")
         flag = joined(guards.disqualifying(result.flags))
-        return Sample(self.objective.score(result), result.p99_latency_us, flag)
+        return Sample(self.objective.score(result), result.p99_latency_us, flag,
+                      trial=self.records[-1].number)  # fmt: skip
+
+    def _set_apart(self, outcome: Confirmation) -> None:
+        """Each confirmation trial a re-measure set apart (tuner/search/confirm.py, `Recheck`)
+        recorded as OUTSIDE, so the confirmation trials of a point are the figures it kept."""
+        dropped = {r.dropped_trial for r in outcome.rechecks if r.dropped_trial is not None}
+        self.records = [replace(r, phase=OUTSIDE) if r.number in dropped else r
+                        for r in self.records]  # fmt: skip
 
     def _simplified(self, optimizer: Optimizer, best: Point, baseline: Point) -> Point:
         """`best` without the changes the model expects to be worth less than simpler_within."""
@@ -559,10 +613,15 @@ class Tune(Search):
     def _real_trial(self, point: Point, length: TrialLength) -> PointTrial:
         host = self.space.host_settings(point)
         config = self.config
-        # The baseline's settled ramp (self.ramp_s) holds for every length.
+        # The baseline's settled ramp (self.ramp_s) holds for every length; a longer ramp
+        # than the length was bounded with leaves less for the window.
+        ramp = max(length.ramp_s, self.ramp_s)
+        ceiling = length.ceiling_s
+        if ceiling is not None:
+            ceiling = max(ceiling - (ramp - length.ramp_s), LEAST_WINDOW_S)
         return trial_with(self.engine, host, self.target, self.workload, _app_params(point),
-                          length.runtime_s, max(length.ramp_s, self.ramp_s),
-                          config.io_cap_bytes, config.cache)  # fmt: skip
+                          length.runtime_s if ceiling is None else min(length.runtime_s, ceiling),
+                          ramp, config.io_cap_bytes, config.cache, ceiling_s=ceiling)  # fmt: skip
 
 
 def _refusals(outcome: Confirmation) -> tuple[str, ...]:
