@@ -282,33 +282,39 @@ class Search:
         self.on_progress(self._progress(record, length, took))
         return result
 
-    def window_left(self, ramp_s: float) -> float | None:
+    def window_left(self, ramp_s: float, *, hard: bool = False) -> float | None:
         """The seconds the trial starting now may measure for after a `ramp_s` ramp, its cost
-        beyond its length counted, within a --time bound; None without one. A search or
-        baseline trial must end before confirmation's reserve (the plan's `search_end_s`), a
-        confirmation trial by the plan's end, sharing what is left with the confirmation
-        trials still to come: a trial that does not settle then takes its share, not theirs."""
+        beyond its length counted, within a --time bound: by the plan's end (`hard`: by the
+        bound itself), less what the trials planned after it need. A search or baseline trial
+        must end before confirmation's reserve; a confirmation trial leaves the confirmation
+        trials still to come their planned length. None without a bound, or when the bound is
+        below the least tune (which then runs as planned, and says so)."""
         plan = self.plan
-        if self.config.time_s is None or plan is None or not math.isfinite(plan.end_s):
+        if (self.config.time_s is None or plan is None or not plan.fits
+                or not math.isfinite(plan.end_s)):  # fmt: skip
             return None
+        end = self.config.time_s if hard else plan.end_s
+        overhead = self._overhead()
         if self._phase == "confirm":
             done = sum(1 for r in self.records if r.phase == "confirm")
-            share = max(plan.points * plan.rounds - done, 1)
-            left = (self.started + plan.end_s - time.monotonic()) / share
+            after = max(plan.points * plan.rounds - done - 1, 0)
+            end -= after * (plan.decide.seconds + overhead)
         else:
-            left = self.started + plan.search_end_s - time.monotonic()
-        return left - ramp_s - self._overhead()
+            end -= plan.end_s - plan.search_end_s  # confirmation's reserve
+        return self.started + end - time.monotonic() - ramp_s - overhead
 
     def within_time(self, length: TrialLength) -> TrialLength:
-        """`length` bounded by what the time bound leaves (`window_left`): its measured part
-        at most that, never below LEAST_WINDOW_S (a bound the least tune overruns still
-        measures something), and that as its `ceiling_s`, so a trial that runs until steady
-        state stops there too. Unchanged without a bound."""
+        """`length` bounded by a --time bound (`window_left`): its ceiling what the plan leaves
+        it, so a trial that runs until steady state stops in time; its measured part cut only
+        when it would otherwise end past the bound itself (at least LEAST_WINDOW_S), so
+        confirmation's figures keep one length while the plan holds. Unchanged without a
+        bound."""
         left = self.window_left(length.ramp_s)
-        if left is None:
+        hard = self.window_left(length.ramp_s, hard=True)
+        if left is None or hard is None:
             return length
-        left = max(left, LEAST_WINDOW_S)
-        return replace(length, runtime_s=min(length.runtime_s, left), ceiling_s=left)
+        runtime = min(length.runtime_s, max(hard, LEAST_WINDOW_S))
+        return replace(length, runtime_s=runtime, ceiling_s=max(left, runtime))
 
     def _progress(self, record: TrialRecord, length: TrialLength, took: float) -> TrialProgress:
         """Where the tune is after `record`: its number, the estimated total and time left."""
