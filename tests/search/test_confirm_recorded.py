@@ -79,3 +79,20 @@ def test_the_collapsed_reno_round_of_the_run_that_missed_the_target() -> None:
     assert [r.first for r in result.rechecks] == [1.4]
     assert result.best_score == pytest.approx((477.8 * 2 + STEADY[0]) / 3)
     assert result.chosen and result.ci_low > 150
+
+
+def test_a_steady_candidate_ranks_safer_than_one_with_a_stalled_round() -> None:
+    """The confirmation of the run after the re-measure (2026-11-28 13:06): reno at 143 MiB
+    measured 478.2, 478.1, 477.1 Mbit/s; bbr at the same buffers, one change fewer, 477.4,
+    446.9, 477.8 (its stall within the noise the baseline's 2.4-2.6 Mbit/s gave). Welch's
+    degrees of freedom made the stalled one's lower bound the higher (x160 against x154), and
+    the simpler rule then recommended it: 449.3 Mbit/s re-measured, 0.899 of the line."""
+    reno = {**WIDE, ("net.ipv4.tcp_congestion_control", "netns:sender"): "reno"}
+    bbr = {**WIDE, ("net.ipv4.tcp_congestion_control", "netns:sender"): "bbr"}
+    base = {**BASE, ("net.ipv4.tcp_congestion_control", "netns:sender"): "bbr"}
+    figures = iter([2.6, 478.2, 477.4, 2.6, 478.1, 446.9, 2.4, 477.1, 477.8])
+    result = confirm(lambda _p: next(figures), base, [reno, bbr], rounds=3, simpler_within=0.005)
+    assert result.chosen and result.best_point == reno
+    steady, stalled = result.comparisons
+    assert stalled.ci_low > steady.ci_low  # Welch's own bounds: the artefact
+    assert steady.rank_low > stalled.rank_low

@@ -98,6 +98,8 @@ class Comparison:
     ci_high: float
     samples: tuple[float, ...]
     refused: str | None = None
+    rank_low: float = 0.0
+    """The lower bound the passing candidates are ranked by (`ranking_low`)."""
 
     @property
     def passed(self) -> bool:
@@ -192,6 +194,28 @@ def gain_interval(
     return math.exp(diff - t * se), math.exp(diff + t * se)
 
 
+def ranking_low(
+    baseline: Sequence[float], candidate: Sequence[float], level: float = 0.95
+) -> float:
+    """The lower bound of candidate/baseline that passing candidates are ranked by: Welch's
+    standard error with the conservative degrees of freedom, the smaller sample's less one.
+
+    Welch-Satterthwaite's degrees of freedom grow with the candidate's own variance, so its
+    lower bound is not monotone in it: on wan-long a candidate whose rounds were 478.2, 478.1
+    and 477.1 Mbit/s got two degrees of freedom (the 2.4-2.6 Mbit/s baseline's) and a lower
+    bound of x154, one with a stalled round (477.4, 446.9, 477.8) four and x160, so the
+    stalled one ranked safer and, being simpler, was recommended: 449 Mbit/s re-measured where
+    the steady one gave 478. With fixed degrees of freedom more scatter always ranks lower.
+    Whether a candidate passes is still `gain_interval`'s."""
+    if len(baseline) < 2 or len(candidate) < 2:
+        raise ValueError("a bound needs at least two samples on each side")
+    lb, lc = _logs(baseline), _logs(candidate)
+    diff = statistics.fmean(lc) - statistics.fmean(lb)
+    se = math.sqrt(statistics.variance(lb) / len(lb) + statistics.variance(lc) / len(lc))
+    t = float(stats.t.ppf(1 - (1 - level) / 2, min(len(lb), len(lc)) - 1))
+    return math.exp(diff - t * se)
+
+
 def confirm(
     measure: Measure,
     baseline: Point,
@@ -212,7 +236,8 @@ def confirm(
     1.0, none of its samples is flagged and, with `p99_rise`, its mean p99 is at most
     (1 + p99_rise) times the baseline's. The safest of those has the highest lower bound; the
     winner is the one changing the fewest settings among the passing candidates whose mean is
-    at least (1 - `simpler_within`) of the safest's, the highest lower bound breaking ties.
+    at least (1 - `simpler_within`) of the safest's, the highest lower bound breaking ties
+    (the safest and the ties by `ranking_low`, monotone in a candidate's scatter).
     With none passing, the best lower bound is reported and nothing is chosen; a flagged
     baseline sample chooses nothing either. Candidates equal to the baseline or to each other
     are measured once.
@@ -385,7 +410,8 @@ def _outcome(
         gain = mean / base_mean if base_mean > 0 else math.inf
         refused = _refusal(samples, base_p99, p99_rise)
         comparisons.append(Comparison(point, mean, cv_of(scores), gain, low, high,
-                                      tuple(scores), refused))  # fmt: skip
+                                      tuple(scores), refused,
+                                      ranking_low(base_scores, scores, each)))  # fmt: skip
     base_cv = cv_of(base_scores)
     flagged = next((s.flag for s in base_samples if s.flag), None)
     note = (
@@ -433,6 +459,6 @@ def _winner(comparisons: list[Comparison], baseline: Point, simpler_within: floa
     if not passed:
         eligible = [c for c in comparisons if c.refused is None] or comparisons
         return max(eligible, key=lambda c: c.ci_low)
-    safest = max(passed, key=lambda c: c.ci_low)
+    safest = max(passed, key=lambda c: c.rank_low)
     close = [c for c in passed if c.score >= safest.score * (1.0 - simpler_within)]
-    return min(close, key=lambda c: (changes_from(c.point, baseline), -c.ci_low))
+    return min(close, key=lambda c: (changes_from(c.point, baseline), -c.rank_low))
