@@ -371,6 +371,22 @@ def path_row(row: str) -> None:
           f"{means['iotuner tune'] / means[grid_best]:.3f}")  # fmt: skip
     if not ARGS.grid_best:
         print("\ngrid, one run each: " + ", ".join(f"{k} {v:.1f}" for k, v in grid.items()))
+    print(f"\ntune's changes: {tuned}\n\n{confirmation_rounds(doc)}")
+
+
+def confirmation_rounds(doc: dict[str, Any]) -> str:
+    """The tune's confirmation figures per point, in Mbit/s and in the order measured, a
+    figure a re-measure set apart in brackets (tuner/search/confirm.py, `Recheck`)."""
+    rounds: dict[str, list[str]] = {}
+    for trial in doc["trials"]:
+        if trial["phase"] not in ("confirm", "confirm-outside"):
+            continue
+        figure = f"{trial['mbps'] * 8:.1f}"
+        key = json.dumps(trial["settings"], sort_keys=True)
+        outside = trial["phase"] == "confirm-outside"
+        rounds.setdefault(key, []).append(f"[{figure}]" if outside else figure)
+    lines = [f"- {', '.join(figures)}: {key}" for key, figures in rounds.items()]
+    return "confirmation rounds (Mbit/s; [set apart]):\n" + "\n".join(lines)
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ state, and 3 s windows of plain fio measured the start anywhere from 0.7 to 66 M
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from tuner.search.confirm import Sample, confirm, transient_ceiling
@@ -32,8 +33,10 @@ TRIALS = {
 
 
 def recorded(with_ceiling: bool):  # type: ignore[no-untyped-def]
-    """measure(point): trials 8-16 in their order, as the session's samples."""
-    taken = {kb: iter(runs) for kb, runs in TRIALS.items()}
+    """measure(point): trials 8-16 in their order, as the session's samples; a re-measure of a
+    figure outside its point's others (confirm's recheck) takes the point's figures again
+    from its first: the transient repeats."""
+    taken = {kb: itertools.cycle(runs) for kb, runs in TRIALS.items()}
 
     def measure(point: Point) -> Sample:
         kb = int(point[("block.read_ahead_kb", "loop5")])
@@ -53,7 +56,7 @@ def test_a_transient_start_is_claimed_at_least_from_its_ceiling_not_its_figure()
     old = confirm(recorded(with_ceiling=False), START, [PLAN, OTHER])
     assert old.gain > 40 and old.ci_low > 20 and not old.at_least
     steady = old.best_score / STEADY_DEVICE_MBPS
-    assert old.ci_low > 1.5 * steady  # the old interval did not hold the steady state
+    assert old.ci_low > 1.3 * steady  # the old interval did not hold the steady state
 
     new = confirm(recorded(with_ceiling=True), START, [PLAN, OTHER])
     assert new.chosen and new.at_least

@@ -31,10 +31,20 @@ def test_runtime_is_a_floor_raised_by_the_windows_every_stream_must_consume() ->
     assert length.floor_s == pytest.approx(10.07, rel=0.01)
     assert "12 stream(s) x 4 readahead windows of 16384 KB at 80 MB/s" in length.why
     assert length.ceiling_s >= length.floor_s
-    # A random reader (no window given) keeps --runtime; the caller's ceiling is kept.
+    # A random reader (no window given) keeps --runtime; the caller's ceiling (what --time
+    # leaves) bounds its own, never lengthens it: 20 s left still stops at 2 x fio's 4 s.
     assert trial_length(3.0, 1.0, ceiling_s=20.0) == trial_length(3.0, 1.0, ceiling_s=20.0)
-    assert trial_length(3.0, 1.0, ceiling_s=20.0).ceiling_s == 20.0
+    assert trial_length(3.0, 1.0, ceiling_s=20.0).ceiling_s == 8.0
+    assert trial_length(3.0, 1.0, ceiling_s=6.0).ceiling_s == 6.0
     assert trial_length(3.0, 1.0).why == "--runtime 3 s"
+
+
+def test_a_physics_floor_above_what_the_time_bound_leaves_is_cut_to_it() -> None:
+    """Twelve streams of 16 MiB at 80 MB/s need 10 s; with 5 s left of a --time bound the
+    trial gets 5 s (and may be flagged), never 10 s past the bound."""
+    length = trial_length(3.0, 1.0, streams=12, readahead=16 * MiB, rate_bytes_s=80e6,
+                          ceiling_s=5.0)  # fmt: skip
+    assert (length.floor_s, length.ceiling_s) == (5.0, 5.0)
 
 
 def test_the_ceiling_is_never_below_the_floor_nor_fios_window() -> None:

@@ -17,6 +17,7 @@ from tuner.trials.transfer import parse_result
 from tuner.trials.transfer_length import (
     MEASURE_RTTS,
     PathProbe,
+    fit_within,
     growth_horizon_s,
     measure_seconds,
     probe_seconds,
@@ -108,3 +109,15 @@ def test_a_rise_is_the_windows_only_within_its_growth_horizon() -> None:
     assert 0.04 < growth_horizon_s(1.0, 125_000, 1500) < 0.05
     # 500 Mbit/s x 300 ms: 12,950 segments, reno's climb back takes half an hour.
     assert growth_horizon_s(300.0, 18_750_000, 1500) > 1000
+
+
+def test_a_time_bound_cuts_the_measured_part_first_then_the_ramp() -> None:
+    """wan-long's reno trial (8 s ramp, 9 s measured) with what a --time bound leaves."""
+    assert fit_within(8, 9, None) == (8, 9)  # no bound
+    assert fit_within(8, 9, 40.0) == (8, 9)  # room enough
+    # 12 s left: 30 round trips give way to 4 s of the same steady state.
+    assert fit_within(8, 9, 12.5) == (8, 4)
+    # 5 s left: one measured second, and a 4 s ramp (such a trial is flagged still rising
+    # and never wins, but the bound holds).
+    assert fit_within(8, 9, 5.0) == (4, 1)
+    assert fit_within(8, 9, 0.0) == (0, 1)  # the least trial: one second

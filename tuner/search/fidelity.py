@@ -32,6 +32,10 @@ class TrialLength:
     ramp_s: float
     runtime_s: float
     why: str = ""
+    ceiling_s: float | None = None
+    """The longest the measured part may run, when a bound says so: what a `--time` bound
+    leaves once the ramp is over (a trial that ends at steady state may otherwise run to
+    twice its floor)."""
 
     @property
     def seconds(self) -> float:

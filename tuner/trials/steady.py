@@ -112,9 +112,11 @@ def trial_length(
     """A disk trial's length for a target and workload: `runtime_s` and `ramp_s` (--runtime,
     --ramp) are floors, raised for buffered sequential readers (`streams`, each with
     `readahead` bytes of window; 0 for others) to what `rate_bytes_s` needs to consume
-    WINDOWS windows each; the ceiling is `ceiling_s` (from --time) when given, else
-    CEILING_FACTOR times the floor within MAX_CEILING_S, never below the floor. A runtime
-    whose ceiling could not hold fio's SS_DUR_S window is a quick look: run as given, unjudged."""
+    WINDOWS windows each; the ceiling is CEILING_FACTOR times the floor, within
+    MAX_CEILING_S, or within `ceiling_s` (what --time leaves) when given, never below the
+    floor; a floor from the physics above `ceiling_s` is cut to it (the time bound is the
+    user's: such a trial may then be flagged, never overrun). A runtime whose ceiling could
+    not hold fio's SS_DUR_S window is a quick look: run as given, unjudged."""
     physics = floor_s(streams, readahead, rate_bytes_s)
     if physics <= runtime_s and CEILING_FACTOR * runtime_s < SS_DUR_S:
         # Asked for a window too short to hold fio's steady-state test (SS_DUR_S of samples)
@@ -122,6 +124,8 @@ def trial_length(
         why = f"--runtime {runtime_s:g} s: a quick look, too short to judge steady state"
         return TrialLength(ramp_s, runtime_s, runtime_s, why, judged=False)
     floor = max(runtime_s, physics)
+    if ceiling_s is not None and floor > max(ceiling_s, runtime_s):
+        floor = physics = max(ceiling_s, runtime_s)
     if physics > runtime_s:
         why = (
             f"{streams} stream(s) x {WINDOWS} readahead windows of {readahead >> 10} KB at "
@@ -130,7 +134,9 @@ def trial_length(
     else:
         why = f"--runtime {runtime_s:g} s"
     longest = CEILING_FACTOR * max(floor, SS_DUR_S)
-    ceiling = ceiling_s if ceiling_s is not None else min(longest, MAX_CEILING_S)
+    # The caller's ceiling (what --time leaves) bounds the trial's own, never lengthens it:
+    # a trial of 3 s given 100 s still stops trending at 8 s, and is judged there.
+    ceiling = min(longest, MAX_CEILING_S if ceiling_s is None else ceiling_s)
     return TrialLength(ramp_s, floor, max(ceiling, floor, SS_DUR_S), why)
 
 

@@ -198,3 +198,16 @@ def trial_length(probe: PathProbe, runtime_s: float, ramp_s: float, probe_s: int
     floor = " (--runtime's floor)" if runtime_s >= MEASURE_RTTS * probe.rtt_ms / 1000 else ""
     why = f"ramp {ramp} s: {reason}; measured {measure} s = {span}{floor}"
     return TrialLength(ramp, measure, probe.interval_s, why)
+
+
+def fit_within(ramp_s: int, measure_s: int, left_s: float | None) -> tuple[int, int]:
+    """A trial's ramp and measured seconds cut to end within `left_s` seconds (what a --time
+    bound leaves for both; None: no bound): the measured part gives way first, down to one
+    second (fewer round trips, a noisier figure of the same steady state), then the ramp (a
+    trial left too short a ramp measures the window's growth, is flagged still rising and
+    never wins: the bound is kept, never overrun)."""
+    if left_s is None or ramp_s + measure_s <= left_s:
+        return ramp_s, measure_s
+    measure = min(measure_s, max(1, math.floor(left_s - ramp_s)))
+    ramp = min(ramp_s, max(0, math.floor(left_s - measure)))
+    return ramp, measure

@@ -57,8 +57,18 @@ fault makes one 2-4 times slower) must neither set the baseline nor teach the se
 point is bad. A point really that bad measures so again, at the cost of one trial's time."""
 
 
+LEAST_WINDOW_S = 1.0
+"""The shortest measured part a time bound cuts a trial to: fio's quick look, iperf3's whole
+second. Below it a trial measures nothing worth its start."""
+
+
 AGAIN = "again"
 """The phase of a search trial's second measurement (SLOW_BELOW): no budget trial."""
+
+OUTSIDE = "confirm-outside"
+"""The phase of a confirmation trial that no longer counts: its figure lay outside its point's
+others and the re-measure came back within them, or it was that re-measure and came back
+outside again (tuner/search/confirm.py, `Recheck`)."""
 
 
 @dataclass(frozen=True)
@@ -127,8 +137,12 @@ def trial_with(
     ramp_s: float,
     io_cap_bytes: int | None = None,
     cache: CacheModel | None = None,
+    *,
+    ceiling_s: float | None = None,
 ) -> PointTrial:
     """Apply host `settings`, run one trial, and put the host back whatever happened.
+
+    `ceiling_s` is the longest its window may run (what a --time bound leaves: run_trial).
 
     `had` is the batch as read back after all of it was written, plus the queue settings of
     the target's devices the batch did not name (a write may move them: on a rotational disk,
@@ -153,7 +167,7 @@ def trial_with(
                     except TunableError:
                         continue  # a partition or a device without that attribute
         result = run_trial(target, workload, app, runtime_s, ramp_s,
-                           io_cap_bytes=io_cap_bytes, cache=cache)  # fmt: skip
+                           io_cap_bytes=io_cap_bytes, cache=cache, ceiling_s=ceiling_s)  # fmt: skip
         return PointTrial(result, had)
     finally:
         engine.restore()
@@ -224,6 +238,7 @@ class Search:
         # its cache (tuner/trials/settle.py), instead of each finding it out by running twice.
         self.ramp_s = config.ramp_s
         self._initial = 0  # the rules' points the search starts from (run)
+        self._phase = "baseline"  # of the trial being measured: its time bound (window_left)
 
     # -- one measurement -------------------------------------------------------------------
 
@@ -234,7 +249,8 @@ class Search:
             self.before_trial()
         except DevicesBusy as err:
             raise DevicesBusy(f"before trial {len(self.records) + 1} ({phase}): {err}") from None
-        length = self.decide if phase == "confirm" else self.fidelity.screen
+        self._phase = phase
+        length = self.within_time(self.decide if phase == "confirm" else self.fidelity.screen)
         began = time.monotonic()
         try:
             done = self.runner(point) if self.sized is None else self.sized(point, length)
@@ -265,6 +281,40 @@ class Search:
         self.on_trial(record)
         self.on_progress(self._progress(record, length, took))
         return result
+
+    def window_left(self, ramp_s: float, *, hard: bool = False) -> float | None:
+        """The seconds the trial starting now may measure for after a `ramp_s` ramp, its cost
+        beyond its length counted, within a --time bound: by the plan's end (`hard`: by the
+        bound itself), less what the trials planned after it need. A search or baseline trial
+        must end before confirmation's reserve; a confirmation trial leaves the confirmation
+        trials still to come their planned length. None without a bound, or when the bound is
+        below the least tune (which then runs as planned, and says so)."""
+        plan = self.plan
+        if (self.config.time_s is None or plan is None or not plan.fits
+                or not math.isfinite(plan.end_s)):  # fmt: skip
+            return None
+        end = self.config.time_s if hard else plan.end_s
+        overhead = self._overhead()
+        if self._phase == "confirm":
+            done = sum(1 for r in self.records if r.phase == "confirm")
+            after = max(plan.points * plan.rounds - done - 1, 0)
+            end -= after * (plan.decide.seconds + overhead)
+        else:
+            end -= plan.end_s - plan.search_end_s  # confirmation's reserve
+        return self.started + end - time.monotonic() - ramp_s - overhead
+
+    def within_time(self, length: TrialLength) -> TrialLength:
+        """`length` bounded by a --time bound (`window_left`): its ceiling what the plan leaves
+        it, so a trial that runs until steady state stops in time; its measured part cut only
+        when it would otherwise end past the bound itself (at least LEAST_WINDOW_S), so
+        confirmation's figures keep one length while the plan holds. Unchanged without a
+        bound."""
+        left = self.window_left(length.ramp_s)
+        hard = self.window_left(length.ramp_s, hard=True)
+        if left is None or hard is None:
+            return length
+        runtime = min(length.runtime_s, max(hard, LEAST_WINDOW_S))
+        return replace(length, runtime_s=runtime, ceiling_s=max(left, runtime))
 
     def _progress(self, record: TrialRecord, length: TrialLength, took: float) -> TrialProgress:
         """Where the tune is after `record`: its number, the estimated total and time left."""
@@ -410,7 +460,9 @@ class Search:
                               p99_rise=self.objective.p99_rise,
                               max_rounds=config.confirm_max_rounds,
                               extra_until=started + plan.end_s
-                              if math.isfinite(plan.end_s) else None)  # fmt: skip
+                              if math.isfinite(plan.end_s) else None,
+                              noise=noise)  # fmt: skip
+            self._set_apart(outcome)
         except DevicesBusy as err:
             outcome = _unconfirmed(baseline, self.records, self.objective)
             reason = reason if reason.startswith("stopped early") else f"stopped early: {err}"
@@ -511,7 +563,15 @@ class Search:
         score = self.objective.score(result)
         ceiling = transient_ceiling(score, result.fio_bytes, result.device_bytes,
                                     result.ahead_bytes)  # fmt: skip
-        return Sample(score, result.p99_latency_us, flag, ceiling)
+        return Sample(score, result.p99_latency_us, flag, ceiling,
+                      trial=self.records[-1].number)  # fmt: skip
+
+    def _set_apart(self, outcome: Confirmation) -> None:
+        """Each confirmation trial a re-measure set apart (tuner/search/confirm.py, `Recheck`)
+        recorded as OUTSIDE, so the confirmation trials of a point are the figures it kept."""
+        dropped = {r.dropped_trial for r in outcome.rechecks if r.dropped_trial is not None}
+        self.records = [replace(r, phase=OUTSIDE) if r.number in dropped else r
+                        for r in self.records]  # fmt: skip
 
     def _simplified(self, optimizer: Optimizer, best: Point, baseline: Point) -> Point:
         """`best` without the changes the model expects to be worth less than simpler_within."""
@@ -563,10 +623,15 @@ class Tune(Search):
     def _real_trial(self, point: Point, length: TrialLength) -> PointTrial:
         host = self.space.host_settings(point)
         config = self.config
-        # The baseline's settled ramp (self.ramp_s) holds for every length.
+        # The baseline's settled ramp (self.ramp_s) holds for every length; a longer ramp
+        # than the length was bounded with leaves less for the window.
+        ramp = max(length.ramp_s, self.ramp_s)
+        ceiling = length.ceiling_s
+        if ceiling is not None:
+            ceiling = max(ceiling - (ramp - length.ramp_s), LEAST_WINDOW_S)
         return trial_with(self.engine, host, self.target, self.workload, _app_params(point),
-                          length.runtime_s, max(length.ramp_s, self.ramp_s),
-                          config.io_cap_bytes, config.cache)  # fmt: skip
+                          length.runtime_s if ceiling is None else min(length.runtime_s, ceiling),
+                          ramp, config.io_cap_bytes, config.cache, ceiling_s=ceiling)  # fmt: skip
 
 
 def _refusals(outcome: Confirmation) -> tuple[str, ...]:

@@ -38,7 +38,7 @@ from tuner.trials.diskstats import read_diskstats, total
 from tuner.trials.flags import PAGE_CACHE, RISING, Flag
 from tuner.trials.targets import TrialTarget
 from tuner.trials.transfer import Ends, TransferOptions, TransferResult, run_client, run_transfer
-from tuner.trials.transfer_length import RAMP_MOST_S, still_rising
+from tuner.trials.transfer_length import RAMP_MOST_S, fit_within, still_rising
 from tuner.trials.trial import TrialResult
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import TunableError
@@ -324,11 +324,16 @@ def search_transfer(
     suggested = bdp_point(space, baseline, ends, search.needed_window)
     options = ends.options(search.seconds, search.omit)
 
+    def sized(ramp: int) -> TransferOptions:
+        # A --time bound is a ceiling: a trial starting late is cut to what it leaves.
+        omit, seconds = fit_within(ramp, options.seconds, session.window_left(0.0))
+        return replace(options, omit=omit, seconds=seconds)
+
     def trial(point: Point) -> PointTrial:
         settings = space.host_settings(point)
         algorithm = str(settings.get((CONGESTION, ends.sender), ""))
         ramp = search.ramps.get(algorithm, options.omit)
-        done = transfer_trial(engine, settings, ends, replace(options, omit=ramp))[1]
+        done = transfer_trial(engine, settings, ends, sized(ramp))[1]
         # The probe ran one congestion control; another may take longer to fill the path
         # (reno on wan-long still rose 20 % after the probe's 4 s): run it again with a longer
         # ramp, within the path's growth horizon, and keep that ramp for the algorithm.
@@ -336,14 +341,19 @@ def search_transfer(
             if not any(f.kind == RISING for f in done.result.flags):
                 break
             longer = min(2 * ramp, RAMP_MOST_S)
-            if longer == ramp or ramp >= ends.horizon_s:
-                break
+            if longer == ramp or ramp >= ends.horizon_s or sized(longer).omit < longer:
+                break  # no longer ramp to try, or no time left for one
             ramp = search.ramps[algorithm] = longer
-            done = transfer_trial(engine, settings, ends, replace(options, omit=ramp))[1]
+            done = transfer_trial(engine, settings, ends, sized(ramp))[1]
         return done
 
+    # The search plans its time with the trials' real length (the path's, not --runtime's):
+    # a --time bound then reserves what confirmation's transfers take.
+    config = replace(search.config, runtime_s=float(options.seconds),
+                     ramp_s=float(options.omit), decide_runtime_s=None,
+                     decide_ramp_s=None)  # fmt: skip
     session = Search(f"{search.label} ({options.kind})", search.workload.name, space,
-                     search.config, search.bound(trial), on_trial=search.on_trial)  # fmt: skip
+                     config, search.bound(trial), on_trial=search.on_trial)  # fmt: skip
     return session.run(baseline, suggested)
 
 
