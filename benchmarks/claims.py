@@ -399,13 +399,22 @@ def tuned_profile(device: str, work: Path) -> Iterator[None]:
         iotuner("rollback")
 
 
+def ramp_s(row: ClaimRow, plan: Plan) -> float | None:
+    """The ramp of the row's plain fio runs, None for a one-pass job (not time-based): a
+    random reader in production's cache turns that cache over first (WARM_RAMP_S); any
+    other reader gets the plan's."""
+    if not row.timed:
+        return None
+    return WARM_RAMP_S if row.cache_memory is not None and row.random else plan.ramp_s
+
+
 def plain_fio(job: Path, plan: Plan, row: ClaimRow, cgroup: Path | None, unit: str) -> float:
     """One run of the user's job under plain fio: IOPS or MB/s summed over its jobs."""
     with tempfile.TemporaryDirectory(prefix="iotuner-claims-") as tmp:
         wrapped = Path(tmp, "job.fio")
         head = ["[global]", f"runtime={plan.runtime_s:g}"]
-        if row.timed:
-            ramp = WARM_RAMP_S if cgroup is not None and row.random else plan.ramp_s
+        ramp = ramp_s(row, plan)
+        if ramp is not None:
             head += ["time_based", f"ramp_time={ramp:g}"]
         wrapped.write_text("\n".join(head) + "\n" + job.read_text())
         out = Path(tmp, "out.json")
