@@ -13,8 +13,9 @@ For each row, as root, on the lab (loop devices over /dev/shm, block throttling)
    under plain `fio` (its own job file, a [global] block adding only runtime, ramp and
    time_based), caches dropped before every run (sync; echo 3 > drop_caches), in a memory
    cgroup the benchmark makes itself when the row says how much page cache production has
-   (then with a ramp long enough to fill that cache from cold, WARM_RAMP_S, so the measured
-   window is production's steady state), the defaults (D), the plan (P) and TuneD's
+   (then, for a random reader, with a ramp long enough to fill that cache from cold,
+   WARM_RAMP_S, so the measured window is production's steady state; room for fio's own
+   memory grows with its jobs, FIO_PER_JOB each), the defaults (D), the plan (P) and TuneD's
    throughput-performance settings (T) interleaved (D P T, P T D, T D P ...) for --rounds
    rounds; TuneD's as TuneD would write them (readahead at least 4096 KB on the row's disk,
    vm.dirty_ratio 40, vm.dirty_background_ratio 10; written by this benchmark and put back
@@ -52,6 +53,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -71,13 +73,23 @@ from tuner.tunables.naming import HOST
 DEFAULT_STATE = "/tmp/iotuner-bench-claims-state"
 MEMCG = Path("/sys/fs/cgroup/memory")
 # fio's own memory in the benchmark's cgroup, on top of production's page cache: 8 MiB
-# measured for the random readers' jobs (anonymous and shared pages); a larger allowance is
-# page cache production does not have.
+# measured for the random readers' two jobs (anonymous and shared pages); a larger allowance
+# is page cache production does not have. Each fio job is a process of its own: the kernel's
+# report of one killed in this cgroup (six buffered streams, 2026-11-28) gave 5.2 MiB
+# anonymous and 2.3 MiB shared pages to it alone, so six jobs under a fixed 16 MiB took the
+# cache's room (production's 64 MiB left about 30) and the readahead in flight could not
+# fit: the cgroup killed fio. So FIO_PER_JOB a job, at least FIO_ALLOWANCE.
 FIO_ALLOWANCE = 16 << 20
+FIO_PER_JOB = 8 << 20
 WITHIN = 0.10  # independently measured gain within 10 % of the claim
 # A random reader fills a 256 MiB cache from cold in about 7 s at 4 KiB reads with 128 KiB of
 # readahead around each fault (300 IOPS x 128 KiB = 37 MB/s on the lab's db disk), and
-# reaches steady state once it has replaced that cache, about as long again.
+# reaches steady state once it has replaced that cache, about as long again. A sequential
+# reader never reads a cached page twice: what its cache holds does not change its figures,
+# so it gets the plain ramp; a 16 s ramp had six streams at 90 MB/s pass the end of their
+# 341 MiB slices inside the window, and start over (a seek, a readahead window grown again
+# from its start, and fio invalidating the device's cache: what every stream held ahead),
+# which the user's job, reading its slice once, never does.
 WARM_RAMP_S = 16.0
 NEVER_WORSE = 0.98
 
@@ -118,6 +130,25 @@ class ClaimRow:
     cache_memory: int | None = None
     timed: bool = True  # reads run for a time; a one-pass writer does not
     precondition_mib: int = 0  # written to the device first (a flash drive past its OP area)
+
+    @property
+    def jobs(self) -> int:
+        """The job's numjobs: fio's processes, each with memory of its own."""
+        found = re.search(r"^numjobs=(\d+)$", self.job, re.MULTILINE)
+        return int(found.group(1)) if found else 1
+
+    @property
+    def random(self) -> bool:
+        """Whether the job reads or writes at random offsets (its cache's contents matter)."""
+        return re.search(r"^rw=rand", self.job, re.MULTILINE) is not None
+
+    @property
+    def cgroup_limit(self) -> int | None:
+        """The benchmark's memory cgroup for this row: production's page cache and fio's own
+        memory, None when the row names no cache."""
+        if self.cache_memory is None:
+            return None
+        return self.cache_memory + max(FIO_ALLOWANCE, FIO_PER_JOB * self.jobs)
 
 
 MiB = 1 << 20
@@ -368,13 +399,22 @@ def tuned_profile(device: str, work: Path) -> Iterator[None]:
         iotuner("rollback")
 
 
-def plain_fio(job: Path, plan: Plan, timed: bool, cgroup: Path | None, unit: str) -> float:
+def ramp_s(row: ClaimRow, plan: Plan) -> float | None:
+    """The ramp of the row's plain fio runs, None for a one-pass job (not time-based): a
+    random reader in production's cache turns that cache over first (WARM_RAMP_S); any
+    other reader gets the plan's."""
+    if not row.timed:
+        return None
+    return WARM_RAMP_S if row.cache_memory is not None and row.random else plan.ramp_s
+
+
+def plain_fio(job: Path, plan: Plan, row: ClaimRow, cgroup: Path | None, unit: str) -> float:
     """One run of the user's job under plain fio: IOPS or MB/s summed over its jobs."""
     with tempfile.TemporaryDirectory(prefix="iotuner-claims-") as tmp:
         wrapped = Path(tmp, "job.fio")
         head = ["[global]", f"runtime={plan.runtime_s:g}"]
-        if timed:
-            ramp = WARM_RAMP_S if cgroup is not None else plan.ramp_s
+        ramp = ramp_s(row, plan)
+        if ramp is not None:
             head += ["time_based", f"ramp_time={ramp:g}"]
         wrapped.write_text("\n".join(head) + "\n" + job.read_text())
         out = Path(tmp, "out.json")
@@ -411,6 +451,7 @@ class RowResult:
     set_aside: int = 0
     tune_s: float = 0.0
     cause: str | None = None
+    tune_doc: dict[str, Any] | None = None  # tune's own --json: its trials, lengths and flags
 
     @property
     def measured(self) -> float | None:
@@ -483,6 +524,7 @@ def run_row(row: ClaimRow, plan: Plan, work: Path) -> RowResult:
             log(f"  {result.cause}")
             return result
         doc = json.loads(done.stdout)
+        result.tune_doc = doc
         result.unit, result.chosen = doc["unit"], doc["chosen"]
         result.claimed = doc["gain"] if doc["chosen"] else 1.0
         result.ci = (doc["ci"][0], doc["ci"][1]) if doc["chosen"] else (1.0, 1.0)
@@ -490,11 +532,11 @@ def run_row(row: ClaimRow, plan: Plan, work: Path) -> RowResult:
         result.set_aside = len(doc["set_aside"])
         log(f"  claimed x{result.claimed:.3f} ({result.unit}); changes {result.changes or 'none'};"
             f" {result.set_aside} trial(s) set aside; {result.tune_s:.0f} s")  # fmt: skip
-        limit = None if row.cache_memory is None else row.cache_memory + FIO_ALLOWANCE
+        limit = row.cgroup_limit
         conf = work / f"{row.name}-conf"
         conf.mkdir(exist_ok=True)
         with memory_cgroup(limit) as cgroup:
-            plain_fio(job, plan, row.timed, cgroup, result.unit)  # lays files out; not counted
+            plain_fio(job, plan, row, cgroup, result.unit)  # lays files out; not counted
             sides = ("defaults", "plan", "tuned")
             samples = {"defaults": result.defaults, "plan": result.planned,
                        "tuned": result.tuned}  # fmt: skip
@@ -506,7 +548,7 @@ def run_row(row: ClaimRow, plan: Plan, work: Path) -> RowResult:
                             setting.callback(iotuner, "rollback")
                         elif side == "tuned":
                             setting.enter_context(tuned_profile(dev, work))
-                        figure = plain_fio(job, plan, row.timed, cgroup, result.unit)
+                        figure = plain_fio(job, plan, row, cgroup, result.unit)
                     samples[side].append(figure)
                     log(f"    round {number + 1} {side:<8} {figure:10.1f} {result.unit}")
     if not result.holds:
@@ -595,7 +637,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rows", default=",".join([*(r.name for r in ROWS), *TRANSFER_ROWS]))
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (at least 3)")
     parser.add_argument("--budget", type=int, help="tune's --budget (default: its own)")
-    parser.add_argument("--out", type=Path, help="write every figure as JSON here")
+    parser.add_argument("--out", type=Path,
+                        help="write every figure, and each tune's own --json, here")  # fmt: skip
     return parser.parse_args(argv)
 
 
@@ -619,7 +662,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="iotuner-claims-") as tmp:
         for row in (r for r in ROWS if r.name in wanted):
             log(f"\n== {row.name}")
-            results.append(run_row(row, plan, Path(tmp)))
+            try:
+                results.append(run_row(row, plan, Path(tmp)))
+            except (subprocess.CalledProcessError, RuntimeError) as failed:
+                # One row's failure (fio killed, an apply refused) is that row's result, not
+                # the end of the run: the lab and the settings were put back on the way out.
+                results.append(RowResult(row.name, cause=f"failed: {str(failed)[:200]}"))
+                log(f"  {results[-1].cause}")
             if args.out is not None:
                 args.out.write_text(json.dumps([_doc(r) for r in results], indent=1))
         for name in (n for n in TRANSFER_ROWS if n in wanted):
@@ -638,7 +687,7 @@ def _doc(r: RowResult) -> dict[str, Any]:
         "ci": list(r.ci), "changes": r.changes, "defaults": r.defaults, "planned": r.planned,
         "tuned": r.tuned, "versus_tuned": r.versus_tuned,
         "measured": r.measured, "ratio": r.ratio, "holds": r.holds, "cause": r.cause,
-        "set_aside": r.set_aside, "tune_s": round(r.tune_s, 1),
+        "set_aside": r.set_aside, "tune_s": round(r.tune_s, 1), "tune": r.tune_doc,
     }  # fmt: skip
 
 

@@ -13,8 +13,8 @@ from tuner.trials.steady import (
     floor_s,
     in_flight_bytes,
     ss_options,
-    trial_length,
     unsettled,
+    window_bounds,
     within_noise,
 )
 from tuner.tune import guards
@@ -25,48 +25,48 @@ MiB = 1 << 20
 def test_runtime_is_a_floor_raised_by_the_windows_every_stream_must_consume() -> None:
     # Six streams of 8 MiB windows at 80 MB/s: 4 windows each is 192 MiB, 2.5 s.
     assert floor_s(6, 8 * MiB, 80e6) == pytest.approx(4 * 6 * 8 * MiB / 80e6)
-    assert trial_length(3.0, 1.0, streams=6, readahead=8 * MiB, rate_bytes_s=80e6).floor_s == 3.0
+    assert window_bounds(3.0, 1.0, streams=6, readahead=8 * MiB, rate_bytes_s=80e6).floor_s == 3.0
     # Twelve streams of 16 MiB windows at 80 MB/s need 10 s: --runtime 3 is raised, and why.
-    length = trial_length(3.0, 1.0, streams=12, readahead=16 * MiB, rate_bytes_s=80e6)
+    length = window_bounds(3.0, 1.0, streams=12, readahead=16 * MiB, rate_bytes_s=80e6)
     assert length.floor_s == pytest.approx(10.07, rel=0.01)
     assert "12 stream(s) x 4 readahead windows of 16384 KB at 80 MB/s" in length.why
     assert length.ceiling_s >= length.floor_s
     # A random reader (no window given) keeps --runtime; the caller's ceiling (what --time
     # leaves) bounds its own, never lengthens it: 20 s left still stops at 2 x fio's 4 s.
-    assert trial_length(3.0, 1.0, ceiling_s=20.0) == trial_length(3.0, 1.0, ceiling_s=20.0)
-    assert trial_length(3.0, 1.0, ceiling_s=20.0).ceiling_s == 8.0
-    assert trial_length(3.0, 1.0, ceiling_s=6.0).ceiling_s == 6.0
-    assert trial_length(3.0, 1.0).why == "--runtime 3 s"
+    assert window_bounds(3.0, 1.0, ceiling_s=20.0) == window_bounds(3.0, 1.0, ceiling_s=20.0)
+    assert window_bounds(3.0, 1.0, ceiling_s=20.0).ceiling_s == 8.0
+    assert window_bounds(3.0, 1.0, ceiling_s=6.0).ceiling_s == 6.0
+    assert window_bounds(3.0, 1.0).why == "--runtime 3 s"
 
 
 def test_a_physics_floor_above_what_the_time_bound_leaves_is_cut_to_it() -> None:
     """Twelve streams of 16 MiB at 80 MB/s need 10 s; with 5 s left of a --time bound the
     trial gets 5 s (and may be flagged), never 10 s past the bound."""
-    length = trial_length(3.0, 1.0, streams=12, readahead=16 * MiB, rate_bytes_s=80e6,
+    length = window_bounds(3.0, 1.0, streams=12, readahead=16 * MiB, rate_bytes_s=80e6,
                           ceiling_s=5.0)  # fmt: skip
     assert (length.floor_s, length.ceiling_s) == (5.0, 5.0)
 
 
 def test_the_ceiling_is_never_below_the_floor_nor_fios_window() -> None:
-    assert trial_length(10.0, 1.0, ceiling_s=2.0).ceiling_s == 10.0
-    assert trial_length(3.0, 0.0, ceiling_s=1.0).ceiling_s == SS_DUR_S
+    assert window_bounds(10.0, 1.0, ceiling_s=2.0).ceiling_s == 10.0
+    assert window_bounds(3.0, 0.0, ceiling_s=1.0).ceiling_s == SS_DUR_S
 
 
 def test_a_runtime_too_short_to_judge_is_a_quick_look_run_as_given() -> None:
     """--runtime 1 (the tests' quick trials): twice it cannot hold fio's 4 s window, so the
     trial runs 1 s unjudged rather than 4-8 s; 2 s and the default 3 s are judged."""
-    quick = trial_length(1.0, 0.0)
+    quick = window_bounds(1.0, 0.0)
     assert (quick.floor_s, quick.ceiling_s, quick.judged) == (1.0, 1.0, False)
     assert "quick look" in quick.why
-    assert trial_length(2.0, 0.0).judged and trial_length(3.0, 1.0).judged
+    assert window_bounds(2.0, 0.0).judged and window_bounds(3.0, 1.0).judged
     # A floor the physics raises is judged, whatever --runtime asked.
-    assert trial_length(1.0, 0.0, streams=6, readahead=4 * MiB, rate_bytes_s=50e6).judged
+    assert window_bounds(1.0, 0.0, streams=6, readahead=4 * MiB, rate_bytes_s=50e6).judged
 
 
 def test_fio_judges_the_window_once_the_floor_has_passed() -> None:
-    options = ss_options(trial_length(10.0, 1.0))
+    options = ss_options(window_bounds(10.0, 1.0))
     assert options == {"steadystate": "bw_slope:3%", "ss_dur": "4000ms", "ss_ramp": "6000ms"}
-    assert ss_options(trial_length(3.0, 1.0))["ss_ramp"] == "0ms"
+    assert ss_options(window_bounds(3.0, 1.0))["ss_ramp"] == "0ms"
 
 
 def test_in_flight_readahead_is_two_windows_per_stream() -> None:
@@ -97,7 +97,7 @@ def test_fios_json_says_whether_the_window_settled() -> None:
 
 
 def test_an_unsettled_trial_is_never_told_and_says_why() -> None:
-    flag = unsettled(trial_length(3.0, 1.0), 6.4)
+    flag = unsettled(window_bounds(3.0, 1.0), 6.4)
     assert flag.kind == NOT_STEADY
     assert "after 6.4 s (floor 3.0 s: --runtime 3 s; ceiling 8.0 s)" in flag.message
     assert guards.policy([flag]) == guards.SKIP

@@ -171,10 +171,10 @@ def test_an_unsettled_point_never_wins_and_the_document_says_how_long_trials_ran
     """Above TRAP_KB the trials reach their ceiling with the throughput still climbing (ten
     times the peak, a transient): never told, never recommended; every trial's length, window
     and whether it settled are in --json."""
-    from tuner.trials.steady import trial_length, unsettled
+    from tuner.trials.steady import unsettled, window_bounds
     from tuner.tune.result import result_document
 
-    length = trial_length(3.0, 1.0)
+    length = window_bounds(3.0, 1.0)
     trap = unsettled(length, length.ceiling_s)
     run = landscape(4, trap=trap)
 

@@ -16,13 +16,13 @@ import time
 from tests.search.synthetic import CURRENT, RECOMMENDED, SPACE, true_mbps
 from tuner.search.fidelity import TrialLength
 from tuner.search.space import Point
-from tuner.trials.steady import trial_length
+from tuner.trials.steady import window_bounds
 from tuner.trials.trial import TrialResult
 from tuner.tune.session import PointTrial, Search, TuneConfig
 
 BOUND_S = 20.0
 SCREEN = TuneConfig(runtime_s=1.0, ramp_s=0.0).fidelity.screen
-OWN_CEILING_S = trial_length(3.0, 1.0).ceiling_s  # 8 s: twice fio's 4 s window
+OWN_CEILING_S = window_bounds(3.0, 1.0).ceiling_s  # 8 s: twice fio's 4 s window
 
 
 def test_a_time_bound_is_every_trials_ceiling() -> None:

@@ -26,8 +26,10 @@ Z = 2.0
 
 @dataclass(frozen=True)
 class TrialLength:
-    """How long one trial runs: `ramp_s` unmeasured (warm-up, slow start), then `runtime_s`
-    measured; `why` says where the length comes from."""
+    """How long the search asks one trial to run: `ramp_s` unmeasured (warm-up, slow
+    start), then `runtime_s` measured; `why` says where the length comes from. A disk trial
+    takes these as floors and may run longer to reach steady state
+    (`tuner.trials.steady.WindowBounds`)."""
 
     ramp_s: float
     runtime_s: float

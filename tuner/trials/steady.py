@@ -19,7 +19,7 @@ So a trial's window is:
   fio's slope test alone then ran every trial to its ceiling and called it unsettled). Its
   figures are a transient and never win (tuner/tune/guards.py).
 
-`trial_length` is the seam a search uses to size its trials; `TrialResult.length` and
+`window_bounds` is the seam a search uses to size its trials; `TrialResult.length` and
 `.settled` say how long a trial ran and why.
 """
 
@@ -62,9 +62,12 @@ MAX_CEILING_S = 30.0
 
 
 @dataclass(frozen=True)
-class TrialLength:
-    """How long a trial's window may be: `floor_s` at least, `ceiling_s` at most, and why
-    the floor is what it is (for the result and --json)."""
+class WindowBounds:
+    """How long one disk trial's measured window may be: `floor_s` at least, `ceiling_s` at
+    most (fio's steady-state test ends it in between), and why the floor is what it is (for
+    the result and --json). Not the search's `tuner.search.fidelity.TrialLength` (the ramp
+    and runtime a search asks of a trial, at its screen or decide length): the trial turns
+    that request into these bounds from the target and workload's physics."""
 
     ramp_s: float
     floor_s: float
@@ -100,7 +103,7 @@ def in_flight_bytes(streams: int, readahead: int) -> int:
     return IN_FLIGHT_WINDOWS * max(streams, 1) * max(readahead, 0)
 
 
-def trial_length(
+def window_bounds(
     runtime_s: float,
     ramp_s: float,
     *,
@@ -108,7 +111,7 @@ def trial_length(
     readahead: int = 0,
     rate_bytes_s: float = 0.0,
     ceiling_s: float | None = None,
-) -> TrialLength:
+) -> WindowBounds:
     """A disk trial's length for a target and workload: `runtime_s` and `ramp_s` (--runtime,
     --ramp) are floors, raised for buffered sequential readers (`streams`, each with
     `readahead` bytes of window; 0 for others) to what `rate_bytes_s` needs to consume
@@ -122,7 +125,7 @@ def trial_length(
         # Asked for a window too short to hold fio's steady-state test (SS_DUR_S of samples)
         # even at its ceiling: a quick look (--runtime 1, the tests' choice), run as given.
         why = f"--runtime {runtime_s:g} s: a quick look, too short to judge steady state"
-        return TrialLength(ramp_s, runtime_s, runtime_s, why, judged=False)
+        return WindowBounds(ramp_s, runtime_s, runtime_s, why, judged=False)
     floor = max(runtime_s, physics)
     if ceiling_s is not None and floor > max(ceiling_s, runtime_s):
         floor = physics = max(ceiling_s, runtime_s)
@@ -137,10 +140,10 @@ def trial_length(
     # The caller's ceiling (what --time leaves) bounds the trial's own, never lengthens it:
     # a trial of 3 s given 100 s still stops trending at 8 s, and is judged there.
     ceiling = min(longest, MAX_CEILING_S if ceiling_s is None else ceiling_s)
-    return TrialLength(ramp_s, floor, max(ceiling, floor, SS_DUR_S), why)
+    return WindowBounds(ramp_s, floor, max(ceiling, floor, SS_DUR_S), why)
 
 
-def ss_options(length: TrialLength) -> dict[str, Any]:
+def ss_options(length: WindowBounds) -> dict[str, Any]:
     """fio options ending a trial at steady state: the runtime is the ceiling, and fio judges
     its last SS_DUR_S once the floor's worth of window, less those, has passed (a window is
     never shorter than SS_DUR_S: fewer samples have no scatter to judge a slope by)."""
@@ -212,7 +215,7 @@ def within_noise(samples: Sequence[float]) -> bool:
     return abs(slope) <= NOISE_T * stderr
 
 
-def unsettled(length: TrialLength, measured_s: float) -> Flag:
+def unsettled(length: WindowBounds, measured_s: float) -> Flag:
     """The flag of a trial that reached its ceiling without settling, with the figures."""
     return Flag(
         NOT_STEADY,

@@ -46,12 +46,12 @@ from tuner.trials.safety import exclusive_writes
 from tuner.trials.settle import MAX_SETTLE_S, MIN_SETTLE_S, needed_ramp, unsettled
 from tuner.trials.steady import (
     MAX_CEILING_S,
-    TrialLength,
+    WindowBounds,
     attained,
     floor_s,
     in_flight_bytes,
     ss_options,
-    trial_length,
+    window_bounds,
 )
 from tuner.trials.steady import unsettled as not_steady
 from tuner.trials.targets import TrialTarget
@@ -89,7 +89,7 @@ class TrialResult:
     ramp_s: float = 0.0
     measured_s: float = 0.0
     settled: bool | None = None
-    length: TrialLength | None = None
+    length: WindowBounds | None = None
     ahead_bytes: int = 0
 
     @property
@@ -148,7 +148,7 @@ def run_trial(
     placement, region = _placement(target, workload, options)
     topology = live_storage(live_host())
     streams, ahead = numjobs(options), _sequential_readahead(options, target, topology)
-    length = trial_length(runtime_s, ramp_s, streams=streams, readahead=ahead,
+    length = window_bounds(runtime_s, ramp_s, streams=streams, readahead=ahead,
                           ceiling_s=ceiling_s)  # fmt: skip
     timeout = 3 * (length.ceiling_s + ramp_s) + 120  # end_fsync may flush gigabytes of dirty pages
     if file_count(options) > 1:
@@ -265,8 +265,8 @@ def _sequential_readahead(options: dict[str, Any], target: TrialTarget, topology
 
 
 def _physics_floor(
-    length: TrialLength, streams: int, readahead: int, moved: Counters, window_s: float
-) -> TrialLength | None:
+    length: WindowBounds, streams: int, readahead: int, moved: Counters, window_s: float
+) -> WindowBounds | None:
     """The longer length a trial needs when, at the device rate it measured, its streams did
     not consume steady.WINDOWS readahead windows each within the floor it ran with; None
     when they did (or the workload reads no readahead)."""
@@ -278,7 +278,7 @@ def _physics_floor(
     # at 4 MB/s would need a minute; the readahead guard judges what it read).
     if needed <= 1.1 * length.floor_s or needed > max(length.ceiling_s, MAX_CEILING_S):
         return None
-    return trial_length(length.floor_s, length.ramp_s, streams=streams, readahead=readahead,
+    return window_bounds(length.floor_s, length.ramp_s, streams=streams, readahead=readahead,
                         rate_bytes_s=moved.read_bytes / window_s,
                         ceiling_s=max(length.ceiling_s, needed))  # fmt: skip
 
