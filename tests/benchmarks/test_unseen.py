@@ -67,20 +67,28 @@ def todays_seeds() -> list[object]:
     ]
 
 
+QUICK = Plan(rounds=2, runtime_s=5.0, ramp_s=2.0, budget=8, quick=True, sides=("defaults", "plan"))
+"""`python -m benchmarks.unseen --quick`'s lengths (its main: 2 rounds of 5 s runs after 2 s of
+ramp, budget 8), measuring the defaults and the plan only: a failing seed replays as the CI
+slice ran it, with `--quick --seeds N`."""
+
+
 @pytest.mark.lab
+@pytest.mark.end_to_end
 @pytest.mark.parametrize("seed", todays_seeds())
 def test_a_hard_draw_holds_under_load(state: object, seed: int) -> None:
-    """One drawn pair end to end (two a run): lab up, `iotuner tune` (budget 4), then the
-    defaults and the plan interleaved under plain fio or iperf3, three rounds of 3 s runs,
-    caches dropped. Asserts what a tolerance under load holds: never worse than the defaults
-    in every round, the claim's interval within 10 % of the rounds' gains. 3 minutes a
-    draw (181 and 193 s for seeds 51 and 89 on 2026-11-28, the shared VM; its tune about
-    2 minutes of it, whatever the budget): the slowest tests here, for they alone judge the
-    tune on environments nobody chose.
+    """One drawn pair end to end (two a run): lab up, `iotuner tune` (budget 8), then the
+    defaults and the plan interleaved under plain fio or iperf3, two rounds of 5 s runs,
+    caches dropped: the quick mode's lengths (QUICK). Asserts what a tolerance under load
+    holds: never worse than the defaults in every round, the claim's interval within 10 % of
+    the rounds' gains. About 3 minutes a draw (181 and 193 s for seeds 51 and 89 on
+    2026-11-28 at budget 4 and 3 s runs, the shared VM; its tune about 2 minutes of it, the
+    disk tune's default 3 s trials): the slowest tests here, for they alone judge the tune on
+    environments nobody chose.
     """
     print(f"unseen seed {seed}: {HARD.get(seed, '')}")
-    plan = Plan(rounds=3, runtime_s=3.0, ramp_s=1.0, budget=4, quick=True,
-                sides=("defaults", "plan"))  # fmt: skip
-    (drawn,) = run_draws([seed], plan)
+    (drawn,) = run_draws([seed], QUICK)
     print(table([drawn]))
-    assert holds_under_load(drawn) == [], f"replay: python -m benchmarks.unseen --seeds {seed}"
+    assert holds_under_load(drawn) == [], (
+        f"replay: python -m benchmarks.unseen --quick --seeds {seed}"
+    )
