@@ -8,7 +8,7 @@ times what Linux 2.6's buffers let the receiver advertise (window / RTT: 38.7 Mb
 the path, where `wan-old-buffers` carries 7.6), so the window is the cap and raising it lifts
 the transfer to the path's rate. But 30 round trips are 0.6 s, under `--runtime 1`'s floor,
 and slow start fills the path in 6 round trips (0.12 s): the probe takes 2 s, a trial 2 s, and
-a 3-trial tune 36-50 s on the shared 2-core VM (2026-11-28, load average 11-13).
+a 3-trial tune 35-50 s on the shared 2-core VM (2026-11-28, load average 8-13).
 """
 
 from __future__ import annotations
