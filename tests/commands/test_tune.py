@@ -29,6 +29,7 @@ def queue_of(name: str) -> dict[str, str]:
 
 @pytest.mark.lab
 @pytest.mark.lab_parallel  # its own lab; asserts phases and the plan, not figures
+@pytest.mark.end_to_end
 def test_main_job_tunes_the_lab_and_leaves_nothing(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root")

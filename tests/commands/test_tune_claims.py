@@ -89,6 +89,7 @@ def set_queue(device: str, values: dict[str, object]) -> None:
         Path(f"/sys/block/{device}/queue/{attr}").write_text(str(values[attr]))
 
 
+@pytest.mark.end_to_end
 def test_a_mmap_random_reader_gets_no_flagged_winner_and_holds_when_re_measured(
     tmp_path: Path, lab: tuple[Path, str, Path]
 ) -> None:

@@ -189,6 +189,7 @@ def fleet_lab(state: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str
         lab_down()
 
 
+@pytest.mark.end_to_end
 def test_canary_tunes_once_and_the_group_gets_its_plan(
     ansible: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
