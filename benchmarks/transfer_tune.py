@@ -88,13 +88,14 @@ def lab(spec_text: str | None, name: str) -> Iterator[Any]:
         lab_down()
 
 
-def timed_tune(budget: int) -> tuple[float, dict[str, Any]]:
-    """A whole `iotuner tune --workload disk-to-network --json` on the lab that is up: its
-    wall time and document."""
+def timed_tune(budget: int, time_s: float | None = None) -> tuple[float, dict[str, Any]]:
+    """A whole `iotuner tune --workload disk-to-network --json` on the lab that is up (bounded
+    by `--time time_s` when given): its wall time and document."""
     started = time.monotonic()
+    bound = [] if time_s is None else ["--time", f"{time_s:g}"]
     done = subprocess.run(
         [sys.executable, "-m", "tuner.cli", "tune", "--workload", "disk-to-network",
-         "--budget", str(budget), "--json"],
+         "--budget", str(budget), *bound, "--json"],
         capture_output=True, text=True, timeout=1800, check=False,
     )  # fmt: skip
     wall = time.monotonic() - started

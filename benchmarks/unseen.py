@@ -68,6 +68,7 @@ class Plan:
     budget: int | None = None
     quick: bool = False
     sides: tuple[str, ...] = SIDES  # the CI slice measures the defaults and the plan only
+    time_s: float | None = None  # the tune's --time: the CI slice bounds its whole tune
 
     @property
     def fio(self) -> claims.Plan:
@@ -206,6 +207,8 @@ def run_disk(env: Environment, work: Workload, plan: Plan, tmp: Path, engine: An
             args += ["--cache-memory", str(work.cache_memory)]
         if plan.budget is not None:
             args += ["--budget", str(plan.budget)]
+        if plan.time_s is not None:
+            args += ["--time", f"{plan.time_s:g}"]
         if not _tune(draw, args):
             return draw
         limit = None if work.cache_memory is None else work.cache_memory + claims.FIO_ALLOWANCE
@@ -316,7 +319,7 @@ def run_network(env: Environment, plan: Plan, engine: Any) -> Draw:
         started = time.monotonic()
         budget = plan.budget or (8 if plan.quick else 16)
         try:
-            _, doc = transfer_tune.timed_tune(budget)
+            _, doc = transfer_tune.timed_tune(budget, plan.time_s)
         except SystemExit as err:
             draw.cause = f"tune failed: {str(err)[-200:]}"
             return draw
@@ -537,6 +540,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 3; --quick 2)")
     parser.add_argument("--budget", type=int, help="tune's --budget (default: its own)")
+    parser.add_argument("--time", type=float, help="tune's --time, seconds (default: none)")
     parser.add_argument("--out", type=Path, help="write every figure as JSON here")
     return parser.parse_args(argv)
 
@@ -561,6 +565,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         runtime_s=5.0 if args.quick else 8.0,
         budget=args.budget or (8 if args.quick else None),
         quick=args.quick,
+        time_s=args.time,
     )
     started = time.monotonic()
     with _state():
