@@ -3,9 +3,11 @@
 Writeback throttling (block/blk-wbt.c) watches read and sync-write completion latency and,
 while it exceeds this target, cuts how many buffered (background) writeback requests may be
 in flight; O_DIRECT writes are never throttled. The file holds microseconds: 0 means off
-(bfq turns it off while it is the scheduler, and the file then reads 0), and writing -1 puts
-back the device's default (75 ms on a rotational device, 2 ms on others: what the kernel
-chose when the queue was made). Kernels built without CONFIG_BLK_WBT have no such file.
+(bfq turns it off while it is the scheduler, and the file then reads 0), and writing -1 sets
+the default for what the device is now (75 ms if it is rotational, 2 ms if not), which is not
+always the target it started with: a new loop device starts at 2 ms, and -1 gave 75 ms once it
+was attached to a file on a rotational disk. Kernels built without CONFIG_BLK_WBT have no such
+file.
 
 The kernel keeps a mode beside the target (block/blk-wbt.c enable_state): a device starts in
 the default mode, in which bfq turns throttling off and leaving bfq turns it back on. Any
