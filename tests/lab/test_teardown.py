@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.lab.conftest import assert_nothing_left, snapshot
+from tests.loopdev import loop_device
 from tuner.lab import lab_down, lab_up, load_spec
+from tuner.lab.holders import holders
 from tuner.lab.system import LabError
 from tuner.lab.teardown import DETACH_WAIT_S
 
@@ -96,3 +98,32 @@ def test_a_process_holding_a_disk_is_named_and_a_short_hold_waited_for(state: Pa
         holder.kill()
         holder.wait()
     assert_nothing_left(record)
+
+
+# Serial: as the first test, the copy is of every mount on the host.
+def test_holders_names_a_process_whose_own_namespace_still_mounts_the_device(
+    tmp_path: Path,
+) -> None:
+    """A copy made private (`unshare --propagation private`, not what `ip netns exec` does)
+    gets no unmount from ours: the device stays held, by no file descriptor anywhere, and
+    `holders` names the process whose namespace has it and where it is mounted there."""
+    point = tmp_path / "mnt"
+    point.mkdir()
+    with loop_device(64) as name:
+        device = f"/dev/{name}"
+        subprocess.run(["mkfs.ext4", "-q", device], check=True, capture_output=True)
+        subprocess.run(["mount", device, str(point)], check=True)
+        copier = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sleep", "60"])
+        try:
+            deadline = time.monotonic() + 10
+            while not _mounted_in(copier.pid, str(point)):
+                assert time.monotonic() < deadline, "unshare never copied the mount"
+                time.sleep(0.05)
+            subprocess.run(["umount", str(point)], check=True)
+            named = f"sleep pid {copier.pid} has it mounted at {point} in its own mount namespace"
+            assert named in holders(device)
+        finally:
+            copier.kill()
+            copier.wait()
+            subprocess.run(["umount", str(point)], check=False, capture_output=True)
+        assert not any(f"pid {copier.pid} " in line for line in holders(device))
