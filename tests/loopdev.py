@@ -8,6 +8,8 @@ back as found before it is detached, the file removed, whatever the test did.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
 import subprocess
 import uuid
@@ -93,6 +95,40 @@ def attached_as(name: str, size_mb: int = 16) -> Iterator[Path]:
                 subprocess.run(["losetup", "--detach", f"/dev/{name}"], check=False)
     finally:
         backing.unlink(missing_ok=True)
+
+
+LOOP_CTL_ADD = 0x4C80
+LOOP_CTL_REMOVE = 0x4C81
+
+
+@contextmanager
+def new_loop_device(size_mb: int = 64) -> Iterator[str]:
+    """A loop device the kernel makes for this test (LOOP_CTL_ADD, a number no device has), so
+    it has no history: state the kernel keeps past a detach (wbt's mode) is a new device's.
+    Detached and removed (LOOP_CTL_REMOVE) after; its file removed."""
+    need_root()
+    ctl = os.open("/dev/loop-control", os.O_RDWR)
+    try:
+        number = max((int(p.name[4:]) for p in Path("/sys/block").glob("loop[0-9]*")), default=-1)
+        while True:  # another process may add the same number between our look and our add
+            number += 1
+            try:
+                fcntl.ioctl(ctl, LOOP_CTL_ADD, number)
+                break
+            except OSError as err:
+                if err.errno != errno.EEXIST:
+                    raise
+        name = f"loop{number}"
+        try:
+            # A `losetup --find` elsewhere may take the new free device first: then it is
+            # theirs (attached_as skips), and never removed here.
+            with attached_as(name, size_mb):
+                yield name
+        finally:
+            with suppress(OSError):  # EBUSY: another process attached it
+                fcntl.ioctl(ctl, LOOP_CTL_REMOVE, number)
+    finally:
+        os.close(ctl)
 
 
 def make_fresh(name: str) -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.loopdev import new_loop_device
 from tests.sysfs_tree import SysTree
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import ABSENT, InvalidValue, TunableError
@@ -57,25 +59,67 @@ def test_searched_where_buffered_writes_meet_reads_or_a_hard_disk(
     assert wbt.dimension(sys, "loop3", SpaceContext(reads=True, writes=False)) is None
 
 
+@pytest.fixture
+def new_loop() -> Iterator[str]:
+    """A loop device the kernel makes for the test: wbt in its default mode, whatever any
+    earlier user of a number did (the kernel keeps the mode past a detach)."""
+    with new_loop_device() as name:
+        yield name
+
+
+def _bfq_turns_it_off(path: Path, scheduler: Path) -> bool:
+    """Whether switching to bfq turns throttling off and leaving it turns it back on: the
+    kernel's default mode (a value written by hand since makes both do nothing)."""
+    before = path.read_text()
+    scheduler.write_text("bfq")
+    under_bfq = path.read_text()
+    scheduler.write_text("none")
+    return under_bfq == "0\n" and path.read_text() == before != "0\n"
+
+
 @pytest.mark.lab
-# Serial: whether bfq turns wbt off depends on the kernel's wbt state of the loop device's
-# earlier life (kept after detach: ON_MANUAL once anyone wrote wbt_lat_usec), and which number
-# it gets changes beside other workers (failed 3 of 3 runs there, passes alone).
-def test_off_and_back_and_bfq_turning_it_off(loop: str) -> None:
-    path = Path(f"/sys/block/{loop}/queue/wbt_lat_usec")
+# Serial: another worker's `losetup --find` may take the new device before it is attached
+# (the test then skips, never touching theirs).
+def test_putting_a_scheduler_back_leaves_wbt_in_the_kernels_default_mode(
+    new_loop: str, state: Path
+) -> None:
+    """Found under bfq (wbt off by default: the file reads 0, the kernel's target is still
+    its default), iotuner applies none and puts bfq back. The old restore wrote the saved 0
+    after the scheduler, which the kernel took as wbt turned off by hand: leaving bfq then
+    no longer turned it back on (the file read 0 under none). Now it reads as found and the
+    kernel still follows the scheduler."""
+    queue = Path(f"/sys/block/{new_loop}/queue")
+    path, scheduler = queue / "wbt_lat_usec", queue / "scheduler"
+    if not path.exists() or "bfq" not in scheduler.read_text():
+        pytest.skip("this kernel has no writeback throttling or no bfq")
+    assert _bfq_turns_it_off(path, scheduler), "a new device starts in the default mode"
+    default = int(path.read_text())
+    scheduler.write_text("bfq")
+    with Journal() as journal, TunableEngine(Path("/"), journal) as engine:
+        engine.apply({("block.scheduler", new_loop): "none"})
+        assert int(path.read_text()) == default, "leaving bfq turned it back on"
+        engine.restore()
+        assert path.read_text() == "0\n" and "[bfq]" in scheduler.read_text()
+    scheduler.write_text("none")
+    assert int(path.read_text()) == default, "leaving bfq turns it back on, as before"
+    assert _bfq_turns_it_off(path, scheduler)
+
+
+@pytest.mark.lab
+# Serial: as above.
+def test_off_and_back(new_loop: str, state: Path) -> None:
+    """Applied values read back and the value found is put back. (After these writes the
+    kernel keeps wbt in manual mode for the device's life: no write undoes that.)"""
+    path = Path(f"/sys/block/{new_loop}/queue/wbt_lat_usec")
     if not path.exists():
         pytest.skip("this kernel has no writeback throttling")
     before = int(path.read_text())
     with Journal() as journal, TunableEngine(Path("/"), journal) as engine:
-        (off,) = engine.apply({("block.wbt_lat_usec", loop): 0})
+        (off,) = engine.apply({("block.wbt_lat_usec", new_loop): 0})
         assert (off.actual, path.read_text()) == (0, "0\n")
         engine.restore()
         assert int(path.read_text()) == before
-        (default,) = engine.apply({("block.wbt_lat_usec", loop): -1})
+        (default,) = engine.apply({("block.wbt_lat_usec", new_loop): -1})
         assert default.actual == default.expected, "-1 is the device's default"
         engine.restore()
-        if "bfq" in Path(f"/sys/block/{loop}/queue/scheduler").read_text():
-            engine.apply({("block.scheduler", loop): "bfq"})
-            assert path.read_text() == "0\n", "bfq turns writeback throttling off"
-            engine.restore()
     assert int(path.read_text()) == before

@@ -152,6 +152,7 @@ class _Builder:
         RUN.mkdir(mode=0o755, exist_ok=True)  # shared by labs; removed by down when empty
         self.directory(self.shm)
         self.directory(self.run)
+        self.shared(self.run)
         buses = tuple(self.bus(b) for b in self.spec.buses)
         mounts = {b.name: Path(b.mountpoint) for b in buses}
         words = {b.name: b.device for b in buses if b.mountpoint == ""}
@@ -194,6 +195,20 @@ class _Builder:
     def directory(self, path: Path) -> None:
         step = self.record.intend(Step("dir", str(path)))
         path.mkdir(mode=0o700)
+        self.record.finish(step)
+
+    def shared(self, path: Path) -> None:
+        """Bind `path` on itself as a shared mount, the parent of every mount the lab makes.
+
+        The host's / is private here: a process that unshares its mount namespace (`ip netns
+        exec`, which every iperf3 trial is run by) copies every mount, and a copy of a bus's
+        file system keeps the bus's loop device open after `down` unmounts ours (an iperf3
+        run of 10 s held it past the detach wait, load 9-20). Under a shared parent such a
+        copy is a slave (`ip netns exec` makes / rslave): our unmount reaches it too.
+        """
+        step = self.record.intend(Step("mount", str(path), device=str(path), label="shared"))
+        system.mount(str(path), str(path), "bind")
+        system.run(["mount", "--make-shared", str(path)])
         self.record.finish(step)
 
     def loop(self, backing: Path, label: str, direct_io: bool) -> str:

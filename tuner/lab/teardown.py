@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tuner.errors import BadInput, IotunerError
 from tuner.lab import dirty, nbd, network, system, throttle
+from tuner.lab.holders import holders
 from tuner.lab.queue import queue_engine, write_queue
 from tuner.lab.record import LabRecord, Step, load_record, record_path
 from tuner.state import state_dir
@@ -127,11 +128,13 @@ def _undo_loop(step: Step) -> list[str]:
                 write_queue(engine, device, {str(k): str(v) for k, v in found.items()})
         system.loop_detach(device)
         # A busy device is only marked to detach when its last user closes it (a mkfs or
-        # a reader orphaned by a killed `lab up`): give that a moment before giving up.
+        # a reader orphaned by a killed `lab up`, a process exiting): a close takes
+        # milliseconds, so one still open after DETACH_WAIT_S is in use, not closing.
         deadline = time.monotonic() + DETACH_WAIT_S
         while system.loop_backing(device) is not None:
             if time.monotonic() > deadline:
-                raise system.LabError(f"{device} is still in use; it detaches when closed")
+                who = "; ".join(holders(device)) or "nothing the kernel shows holds it"
+                raise system.LabError(f"{device} is still in use ({who}); it detaches when closed")
             time.sleep(0.1)
         removed.append(f"loop {device} ({step.label})")
     return removed

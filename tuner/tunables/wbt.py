@@ -3,9 +3,19 @@
 Writeback throttling (block/blk-wbt.c) watches read and sync-write completion latency and,
 while it exceeds this target, cuts how many buffered (background) writeback requests may be
 in flight; O_DIRECT writes are never throttled. The file holds microseconds: 0 means off
-(bfq turns it off while it is the scheduler, and the file then reads 0), and writing -1 puts
-back the device's default (75 ms on a rotational device, 2 ms on others: what the kernel
-chose when the queue was made). Kernels built without CONFIG_BLK_WBT have no such file.
+(bfq turns it off while it is the scheduler, and the file then reads 0), and writing -1 sets
+the default for what the device is now (75 ms if it is rotational, 2 ms if not), which is not
+always the target it started with: a new loop device starts at 2 ms, and -1 gave 75 ms once it
+was attached to a file on a rotational disk. Kernels built without CONFIG_BLK_WBT have no such
+file.
+
+The kernel keeps a mode beside the target (block/blk-wbt.c enable_state): a device starts in
+the default mode, in which bfq turns throttling off and leaving bfq turns it back on. Any
+write that changes the stored target puts it in manual mode for the life of the device (past
+a loop device's detach), in which no scheduler changes it; no write puts it back, -1 included
+(it sets the default target, manually). So a write of what the file already reads is not made:
+under bfq the file reads 0 while the stored target is still the default, and a restore that
+wrote that 0 back turned throttling off for good (leaving bfq no longer brought it back).
 
 The search tries it off and at a few targets from a flash drive's default to well past a
 disk's, as choices (0 has no place on a log scale, and the targets differ by orders of
@@ -62,6 +72,13 @@ class WbtLatUsec(MayBeAbsent, IntQueueTunable):
         number = super().validate(sys, target, value, pending)
         self.read(sys, target)
         return number
+
+    def write(self, sys: SysRoot, target: str, value: Value) -> None:
+        """Write the target unless the file already reads it (see the module's docstring: a
+        write the kernel takes leaves the device in manual mode)."""
+        if value == ABSENT or self.read(sys, target) == value:
+            return
+        super().write(sys, target, value)
 
     def expected(self, sys: SysRoot, target: str, value: Value) -> Value:
         """-1 reads back as the device's default."""
