@@ -87,7 +87,7 @@ class TrustRegion:
             value = FIRST_READ_AHEAD_KB if direction > 0 else 0
         else:
             raw = now * f if direction > 0 else now / f
-            value = max(step, round(raw / step) * step)
+            value = max(step, math.floor(raw / step + 0.5) * step)  # half up, not to even
         value = min(high, max(low, value))
         return value if value != now else None
 
