@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from probes.hostfs import digits
 from tuner.online.judge import Verdict, harm, interval, paired_ratios, verdict
 from tuner.online.latency import LatencySampler, Request
 from tuner.online.metric import Metric
@@ -173,7 +174,9 @@ class OnlineTune:
 
     def _max_hw_sectors(self) -> int:
         text = self.held.tunables.sys.read(f"sys/block/{self.device}/queue/max_hw_sectors_kb")
-        return int(text) if text and text.strip().isdigit() else 1024
+        # Without the file, the kernel's own default limit (BLK_DEF_MAX_SECTORS_CAP, 1280 KiB
+        # on 6.x) would do; 1024 stays below it on every kernel since 2.6.
+        return int(text.strip()) if text and digits(text.strip()) else 1024
 
     # -- slices ------------------------------------------------------------------------
 
