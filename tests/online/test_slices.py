@@ -35,6 +35,13 @@ def test_p99_needs_a_hundred_requests_of_a_size() -> None:
     assert figures("x", before, after, 5.0, enough).p99_ms == {8: 198.0}
 
 
+def test_a_size_class_of_a_few_requests_among_many_has_no_p99() -> None:
+    before, after = recorded_counters()
+    bulk = [Request(131072, 30.0)] * 1900
+    metadata = [Request(4096, float(i)) for i in range(150)]  # 7 % of the requests
+    assert figures("x", before, after, 5.0, bulk + metadata).p99_ms == {128: 30.0}
+
+
 def test_p99_of_the_recorded_second() -> None:
     done = Pairing().feed(TRACE.read_text().splitlines())
     before, after = recorded_counters()

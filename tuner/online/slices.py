@@ -17,6 +17,10 @@ from tuner.trials.diskstats import DiskCounters
 MIN_P99_REQUESTS = 100
 """A 99th percentile needs a hundred requests before one of them lies above it: with fewer,
 the "p99" is the slowest request, and one slow seek would end a slice."""
+MIN_SHARE = 0.1
+"""A size class is the workload's when it holds a tenth of the slice's requests: readahead
+raised from 0 turns a reader's 4 KiB page reads into 128 KiB ones, and the few 4 KiB requests
+left (metadata) wait behind them; their p99 is not the application's latency."""
 
 
 def p99(values: list[float]) -> float:
@@ -69,11 +73,13 @@ class SliceFigures:
 
 
 def p99_by_class(requests: list[Request]) -> dict[int, float]:
-    """The p99 in ms of each size class (KiB) with enough requests to have one."""
+    """The p99 in ms of each size class (KiB) with enough requests to have one, and at least
+    MIN_SHARE of them."""
+    least = max(MIN_P99_REQUESTS, MIN_SHARE * len(requests))
     return {
         size // 1024 or 1: p99(times)
         for size, times in requests_by_size(requests)
-        if len(times) >= MIN_P99_REQUESTS
+        if len(times) >= least
     }
 
 
