@@ -291,15 +291,23 @@ class OnlineTune:
             bases.append(after)
             why = slice_.stopped or self._harm(slice_, [before, after])
             last = verdict(bases, cands, cfg.level)
-            if why is not None or last.ratios[-1] < 1.0:
-                self.worse_s += slice_.seconds
+            spent = sum(c.seconds for c in cands)
             if why is not None:
+                self.worse_s += spent
                 return Tried(candidate, "stopped", last.gain, last.low, last.high, why), after
             if len(cands) >= cfg.min_pairs and last.outcome != "undecided":
                 break
-            if self.worse_s >= cfg.max_worse_s:
+            # A candidate measuring worse so far stops once its time would pass the bound.
+            if last.gain < 1.0 and self.worse_s + spent >= cfg.max_worse_s:
                 break
         assert last is not None
+        # Time on worse settings: every slice of a candidate judged worse; of one without a
+        # verdict, the slices that measured below the baselines around them.
+        if last.outcome == "worse":
+            self.worse_s += sum(c.seconds for c in cands)
+        elif last.outcome == "undecided":
+            below = zip(cands, last.ratios, strict=True)
+            self.worse_s += sum(c.seconds for c, ratio in below if ratio < 1.0)
         return Tried(candidate, last.outcome, last.gain, last.low, last.high), bases[-1]
 
     def _harm(self, running: SliceFigures, around: list[SliceFigures]) -> str | None:
