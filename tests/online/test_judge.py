@@ -9,8 +9,15 @@ from tuner.online.slices import SliceFigures
 
 
 def slice_(mbps: float, p99: dict[int, float] | None = None, iops: float = 100.0,
-           queue_ms: float = 10.0, metric: float | None = None) -> SliceFigures:  # fmt: skip
-    return SliceFigures("s", 10.0, mbps, iops, 5.0, queue_ms, p99 or {}, metric)
+           queue_ms: float = 10.0, metric: float | None = None,
+           times: dict[int, tuple[float, ...]] | None = None) -> SliceFigures:  # fmt: skip
+    return SliceFigures("s", 10.0, mbps, iops, 5.0, queue_ms, p99 or {}, metric,
+                        latencies=times or {})  # fmt: skip
+
+
+def spread(top: float, n: int = 200, slow: int = 0, slow_ms: float = 0.0) -> tuple[float, ...]:
+    """n request times spread evenly up to `top`, the last `slow` of them at `slow_ms`."""
+    return tuple(top * (i + 1) / n for i in range(n - slow)) + (slow_ms,) * slow
 
 
 def test_a_workload_that_drifts_is_cancelled_by_the_baselines_around_each_slice() -> None:
@@ -50,9 +57,22 @@ def test_latency_is_compared_within_a_size_class() -> None:
 
 def test_the_bound_names_the_rise() -> None:
     before = [slice_(100, {8: 20.0})]
-    assert harm(slice_(100, {8: 23.0}), before, 0.2, traced=True) is None
-    why = harm(slice_(100, {8: 30.0}), before, 0.2, traced=True)
-    assert why == "p99 latency rose 50 % over the baseline (bound 20 %)"
+    within = slice_(100, {8: 23.0}, times={8: spread(23.3)})
+    assert harm(within, before, 0.2, traced=True) is None
+    slower = slice_(100, {8: 30.0}, times={8: spread(30.3)})  # every request a half slower
+    assert harm(slower, before, 0.2, traced=True) == (
+        "p99 latency rose 50 % over the baseline (bound 20 %)"
+    )
+
+
+def test_a_few_slow_requests_are_a_stall_not_a_rise() -> None:
+    # 3 of 200 requests held up by a stall of the host: the p99 triples, the workload's
+    # requests are as fast as before. Counted against the binomial spread it is no rise.
+    before = [slice_(100, {8: 20.0})]
+    stalled = slice_(100, {8: 60.0}, times={8: spread(20.0, slow=3, slow_ms=60.0)})
+    assert harm(stalled, before, 0.2, traced=True) is None
+    many = slice_(100, {8: 60.0}, times={8: spread(20.0, slow=12, slow_ms=60.0)})
+    assert harm(many, before, 0.2, traced=True) is not None
 
 
 def test_without_tracing_time_in_queue_stands_in_for_like_sized_requests_only() -> None:

@@ -19,6 +19,11 @@ from scipy import stats
 
 from tuner.online.slices import SliceFigures
 
+TAIL_Z = 3.0
+"""How many standard deviations above the 1 % a p99 allows the share of a candidate's requests
+above the bound must lie before the slice is stopped: a p99 from a few hundred requests is the
+third or fourth slowest, and one stall of the host (its CPUs shared) moves it by half; counted
+against the binomial spread, a neutral candidate is stopped about once in a thousand checks."""
 SIMILAR_REQUESTS = 1.25
 """Without traced latencies, time in queue per request is compared only between slices whose
 mean request sizes are within this factor: a larger request takes longer on any device, which
@@ -78,6 +83,27 @@ def verdict(
     return Verdict(outcome, gain, low, high, tuple(ratios))
 
 
+def tail_excess(
+    candidate: SliceFigures, baselines: Sequence[SliceFigures], bound: float
+) -> float | None:
+    """The rise of the candidate's p99 over the baselines' in the worst size class where the
+    rise is significant, or None: significant when more of its requests lie above
+    (1 + bound) x the baselines' p99 than the 1 % a p99 allows, by TAIL_Z binomial standard
+    deviations. Classes as in latency_rise."""
+    worst = None
+    for size, times in candidate.latencies.items():
+        before = [b.p99_ms[size] for b in baselines if size in b.p99_ms]
+        if not before or len(before) != len(baselines) or size not in candidate.p99_ms:
+            continue
+        reference = statistics.fmean(before)
+        n = len(times)
+        above = sum(1 for t in times if t > (1 + bound) * reference)
+        if reference > 0 and above > 0.01 * n + TAIL_Z * math.sqrt(0.0099 * n):
+            rise = candidate.p99_ms[size] / reference - 1.0
+            worst = rise if worst is None else max(worst, rise)
+    return worst
+
+
 def latency_rise(
     candidate: SliceFigures | Mapping[int, float], baselines: Sequence[SliceFigures]
 ) -> float | None:
@@ -113,7 +139,7 @@ def harm(
 ) -> str | None:
     """Why the candidate's slice broke the latency bound against the baselines, or None.
     `traced`: per-request latencies are sampled; without them, time in queue per request."""
-    rise = latency_rise(candidate, baselines)
+    rise = tail_excess(candidate, baselines, bound) if traced else None
     what = "p99 latency"
     if not traced:
         rise, what = queue_rise(candidate, baselines), "time in queue per request"

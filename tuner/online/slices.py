@@ -52,6 +52,9 @@ class SliceFigures:
     p99_ms: dict[int, float] = field(default_factory=dict)
     metric: float | None = None
     stopped: str | None = None  # why the slice ended early, or None
+    latencies: dict[int, tuple[float, ...]] = field(default_factory=dict, repr=False)
+    """The traced times of each class p99_ms has (KiB -> ms): the bound counts how many of a
+    candidate's lie above the baseline's p99."""
 
     def score(self) -> float:
         """What the judge maximises: the application's metric when there is one, else MB/s."""
@@ -108,4 +111,15 @@ def figures(
         p99_ms=p99_by_class(requests),
         metric=metric,
         stopped=stopped,
+        latencies=latencies_by_class(requests),
     )
+
+
+def latencies_by_class(requests: list[Request]) -> dict[int, tuple[float, ...]]:
+    """The traced times of the classes p99_by_class keeps."""
+    least = max(MIN_P99_REQUESTS, MIN_SHARE * len(requests))
+    return {
+        size // 1024 or 1: tuple(times)
+        for size, times in requests_by_size(requests)
+        if len(times) >= least
+    }
