@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import itertools
 import json
 import os
 import shlex
@@ -50,13 +51,14 @@ CACHE_BYTES = 128 << 20
 QUEUE = ("read_ahead_kb", "max_sectors_kb", "nr_requests", "scheduler")
 
 
-def _read_forever(path: str, counter: str, join_cgroup: str) -> None:
-    """One reader: hash `path` from start to end, again and again; its bytes in `counter`."""
+def _read_forever(paths: list[str], counter: str, join_cgroup: str) -> None:
+    """One reader: hash its files from start to end, one after the other, again and again;
+    its bytes in `counter`."""
     with open(join_cgroup, "w") as procs:
         procs.write(str(os.getpid()))
     total = 0
     fd = os.open(counter, os.O_WRONLY)
-    while True:
+    for path in itertools.cycle(paths):
         digest = hashlib.sha256()
         with open(path, "rb", buffering=0) as f:
             while chunk := f.read(CHUNK):
@@ -65,8 +67,8 @@ def _read_forever(path: str, counter: str, join_cgroup: str) -> None:
                 os.pwrite(fd, f"{total:020d}".encode(), 0)  # per read: windows see every byte
 
 
-def _drop_cache(files: list[Path]) -> None:
-    for path in files:
+def _drop_cache(files: list[list[Path]]) -> None:
+    for path in itertools.chain.from_iterable(files):
         fd = os.open(path, os.O_RDONLY)
         try:
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
@@ -79,12 +81,12 @@ def _total(counters: list[Path]) -> int:
 
 
 @contextlib.contextmanager
-def _readers(files: list[Path], counters: list[Path], procs: Path) -> Iterator[None]:
+def _readers(files: list[list[Path]], counters: list[Path], procs: Path) -> Iterator[None]:
     _drop_cache(files)
     for counter in counters:  # each reader counts from 0: so does the file it writes
         counter.write_text("0" * 20)
-    workers = [Process(target=_read_forever, args=(str(f), str(c), str(procs)), daemon=True)
-               for f, c in zip(files, counters, strict=True)]  # fmt: skip
+    workers = [Process(target=_read_forever, args=([str(p) for p in f], str(c), str(procs)),
+                       daemon=True) for f, c in zip(files, counters, strict=True)]  # fmt: skip
     for worker in workers:
         worker.start()
     try:
@@ -140,6 +142,8 @@ def main() -> None:
     """Run the benchmark and print its figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--readers", type=int, default=6)
+    parser.add_argument("--file-mib", type=int, default=FILE_MIB,
+                        help="size of each file; each reader has 192 MiB of them")  # fmt: skip
     parser.add_argument("--start-readahead", type=int, default=0)
     parser.add_argument("--online-time", type=float, default=360.0)
     parser.add_argument("--offline-time", type=float, default=150.0)
@@ -164,12 +168,17 @@ def main() -> None:
 
 def run(device: str, mount: Path, args: argparse.Namespace, found: dict[str, str]) -> None:
     """The benchmark's four steps on the mounted lab disk."""
-    files, counters = [], []
+    files: list[list[Path]] = []
+    counters = []
     for i in range(args.readers):
-        path = mount / f"backup-{i}.bin"
-        subprocess.run(["dd", "if=/dev/urandom", f"of={path}", "bs=1M", f"count={FILE_MIB}",
-                        "conv=fsync", "status=none"], check=True)  # fmt: skip
-        files.append(path)
+        own = []
+        for j in range(FILE_MIB // args.file_mib):
+            path = mount / f"backup-{i}-{j}.bin"
+            subprocess.run(["dd", "if=/dev/urandom", f"of={path}", "bs=1M",
+                            f"count={args.file_mib}", "status=none"], check=True)  # fmt: skip
+            own.append(path)
+        files.append(own)
+    subprocess.run(["sync"], check=True)
     for i in range(args.readers):
         counter = Path(tempfile.mkstemp(prefix=f"iotuner-online-bench-{i}-")[1])
         counter.write_text("0" * 20)
