@@ -156,12 +156,7 @@ class OnlineTune:
     def region(self) -> TrustRegion:
         """The trust region around the device's settings as they are now."""
         tunables = self.held.tunables
-        found: dict[str, Value] = {}
-        for key in self.config.keys:
-            try:
-                found[key] = tunables.read(key, self.device)
-            except TunableError:
-                continue  # a key this device does not have (no scheduler file): not moved
+        found = self._read_keys()  # a key this device does not have is not moved
         limits = {"block.read_ahead_kb": (0, 65536), "block.nr_requests": (4, NR_REQUESTS_MAX),
                   MAX_SECTORS: (4, self._max_hw_sectors())}  # fmt: skip
         schedulers: tuple[str, ...] = ()
@@ -171,6 +166,16 @@ class OnlineTune:
             if choices is not None:
                 schedulers = tuple(choices(tunables.sys, self.device)[1])
         return TrustRegion(found, limits, schedulers)
+
+    def _read_keys(self) -> dict[str, Value]:
+        """The configured keys' values on the device now (a key it lacks is left out)."""
+        found: dict[str, Value] = {}
+        for key in self.config.keys:
+            try:
+                found[key] = self.held.tunables.read(key, self.device)
+            except TunableError:
+                continue
+        return found
 
     def _max_hw_sectors(self) -> int:
         text = self.held.tunables.sys.read(f"sys/block/{self.device}/queue/max_hw_sectors_kb")
@@ -249,6 +254,10 @@ class OnlineTune:
             if result.outcome == "better":
                 self.held.apply({(candidate.key, self.device): candidate.value})
                 region.accepted(candidate)
+                # What the device holds now is the settings in force: a write may move another
+                # key (max_sectors_kb raises read_ahead_kb on a rotational disk, 6.17+), and
+                # the region, the confirmation and the result must see that.
+                region.incumbent.update(self._read_keys())
             else:
                 region.rejected(candidate, hurt=result.outcome in ("worse", "stopped"))
         reached = dict(region.incumbent)
