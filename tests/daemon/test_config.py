@@ -327,3 +327,43 @@ def test_check_config_without_a_config_file_says_the_defaults_not_ok() -> None:
                             capture_output=True, text=True, timeout=60)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"no {DEFAULT_PATH}: the daemon would run on its defaults"
+
+
+# -- [online]: the live re-tune's bounds ---------------------------------------------------
+
+
+def test_online_bounds_are_read(tmp_path: Path) -> None:
+    path = write(tmp_path, '[retune]\nenabled = true\nonline = true\n[online]\n'
+                 'device = "/dev/sdb"\nslice = 5\nlatency_bound = 0.1\n'
+                 'max_seconds = 600\nmax_worse = 30\n'
+                 'metric = "/usr/local/bin/commits bench"\nmetric_kind = "gauge"\n')  # fmt: skip
+    loaded = load_config(path)
+    assert loaded.retune.online and loaded.retune.target is None  # no scratch target needed
+    online = loaded.online
+    assert (online.device, online.slice, online.latency_bound) == ("sdb", 5.0, 0.1)
+    assert (online.max_seconds, online.max_worse) == (600.0, 30.0)
+    assert (online.metric, online.metric_kind) == ("/usr/local/bin/commits bench", "gauge")
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        ("[retune]\nonline = true\n", 2, "retune.online: true needs online.device"),
+        ('[online]\ndevice = "sd b"\n', 2, "online.device: 'sd b' is not a kernel device name"),
+        ("[online]\nslice = 1\n", 2, "online.slice: must be 2 to 600 seconds, not 1"),
+        ("[online]\nlatency_bound = 0\n", 2, "online.latency_bound: must be above 0"),
+        ("[online]\nlatency_bound = 20\n", 2, "online.latency_bound: must be above 0 and "
+         "at most 10"),
+        ("[online]\nslice = 60\nmax_seconds = 100\n", 3, "online.max_seconds: must be at "
+         "least four slices (240 s)"),
+        ('[online]\nmetric_kind = "rate"\n', 2, "online.metric_kind: must be counter or gauge"),
+        ('[online]\nmetric = "a\\nb"\n', 2, "online.metric: must be one command line"),
+        ("[online]\nspeed = 1\n", 2, "online.speed: unknown key"),
+    ],
+)  # fmt: skip
+def test_online_bounds_that_are_wrong_name_their_line(
+    tmp_path: Path, text: str, line: int, message: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError, match=re.escape(f"{path}:{line}: {message}")):
+        load_config(path)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.loopdev import need_root
+from tests.loopdev import loop_device, need_root
 from tuner.daemon.child import spawn
-from tuner.daemon.config import RetuneSection
+from tuner.daemon.config import OnlineSection, RetuneSection
 from tuner.daemon.events import Event
 from tuner.daemon.retune import PLAN_NAME, Retune
 from tuner.daemon.workload import WorkloadWatch
@@ -200,3 +200,38 @@ def test_retune_waits_for_idle_runs_and_reports_its_figures(state: Path) -> None
     assert after == before, "the tune put every setting back"
     last = retune.state()
     assert last is not None and last["state"] == "finished" and not retune.busy()
+
+
+def test_an_online_retune_starts_at_once_on_a_busy_device_and_reports_its_figures(
+    state: Path,
+) -> None:
+    """~15 s: `tune --online` with 2 s slices for at most 10 s, fio reading the device."""
+    need_root()
+    with loop_device() as name:
+        before = queue_of(name)
+        load = subprocess.Popen(
+            ["fio", "--name=busy", f"--filename=/dev/{name}", "--rw=read", "--bs=1M",
+             "--direct=1", "--time_based", "--runtime=120", "--output=/dev/null"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            retune = Retune()
+            online = OnlineSection(device=name, slice=2.0, max_seconds=10.0, max_worse=4.0)
+            # No target, no idle window: the devices are busy, and that is what it measures.
+            events = retune.start("stream-read", config(""), [name], lambda _: 0.0, online=online)
+            (running,) = events
+            assert running.data["state"] == "running" and running.data["online"] is True
+            assert "--online" in " ".join(str(a) for a in retune._child.proc.args)  # type: ignore[union-attr]
+            events = drive(retune, finished, 120)
+        finally:
+            load.terminate()
+            load.wait()
+        after = queue_of(name)
+    (done,) = [e for e in events if finished([e])]
+    assert done.data["state"] == "finished", done.message
+    assert done.data["online"] is True and done.data["applied"] is False
+    assert done.data["seconds"] <= 10.0 + 2.0
+    if done.data["kept"]:
+        assert done.data["ci"][0] > 1.0 and "kept block." in done.message
+    else:
+        assert after == before and "kept the settings found" in done.message

@@ -179,6 +179,58 @@ def tune(
             metavar="HOST[:PORT]",
         ),
     ] = None,
+    online: Annotated[
+        bool,
+        typer.Option(
+            help="Tune --device on its live workload: candidates in short slices alternating "
+            "with the settings in force (docs/online.md)."
+        ),
+    ] = False,
+    device: Annotated[
+        str | None,
+        typer.Option(
+            help="With --online: the block device whose workload is live.",
+            autocompletion=completion.devices,
+        ),
+    ] = None,
+    metric: Annotated[
+        str | None,
+        typer.Option(
+            help="With --online: a command printing the application's figure "
+            "(higher is better), run without a shell."
+        ),
+    ] = None,
+    metric_kind: Annotated[
+        str,
+        typer.Option(help="counter (its rate over a slice is the figure) or gauge."),
+    ] = "counter",
+    prometheus: Annotated[
+        tuple[str, str] | None,
+        typer.Option(
+            help="With --online: URL QUERY of a Prometheus server (a gauge).", metavar="URL QUERY"
+        ),
+    ] = None,
+    slice_s: Annotated[
+        float,
+        typer.Option("--slice", help="With --online: seconds per slice.", min=2, max=600),
+    ] = 10.0,
+    latency_bound: Annotated[
+        float,
+        typer.Option(
+            help="With --online: the largest p99 latency rise a candidate may show "
+            "(0.2: 20 %); a slice past it ends at once.",
+            min=0.01,
+            max=10,
+        ),
+    ] = 0.2,
+    max_worse: Annotated[
+        float | None,
+        typer.Option(
+            help="With --online: the most seconds on settings that measure worse; "
+            "default a tenth of --time.",
+            min=0,
+        ),
+    ] = None,
 ) -> None:
     """Measure the baseline, search host settings with short fio trials, confirm the winner.
 
@@ -212,6 +264,14 @@ def tune(
         for line in workload_lines(load_rule_base()):
             typer.echo(line)
         return
+    if online or device is not None:
+        _online(online, device, metric, metric_kind, prometheus, slice_s, latency_bound,
+                max_worse, time_s, as_json, plan_out,
+                others=(target, workload, fio_job, destroy_data, peer, idle_below, io_cap,
+                        data_set, cache_memory))  # fmt: skip
+        return
+    if metric is not None or prometheus is not None or max_worse is not None:
+        raise BadInput("--metric, --prometheus and --max-worse go with --online")
     began = time.monotonic()
     named = parse_peer(peer) if peer is not None else None
     if objective not in ("auto", *OBJECTIVES):
@@ -331,6 +391,42 @@ def tune(
         if fidelity is not None:
             console.print(f"tuned on the reproduction of {capture}, fidelity "
                           f"{fidelity['fidelity']:.1%}", highlight=False)  # fmt: skip
+
+
+def _online(
+    online: bool,
+    device: str | None,
+    metric: str | None,
+    metric_kind: str,
+    prometheus: tuple[str, str] | None,
+    slice_s: float,
+    latency_bound: float,
+    max_worse: float | None,
+    time_s: float | None,
+    as_json: bool,
+    plan_out: Path | None,
+    others: tuple[object, ...],
+) -> None:
+    """`tune --online`: checked here, run by tuner/commands/tune_online.py."""
+    if not online or device is None:
+        raise BadInput("--online tunes a live --device: give both")
+    if any(option is not None for option in others):
+        raise BadInput(
+            "--online tunes the workload the device already runs: --target, --workload, "
+            "--fio-job, --destroy-data, --peer, --idle-below, --io-cap, --data-set and "
+            "--cache-memory concern trials"
+        )
+    from tuner.commands.tune_online import device_name, make_metric, tune_online
+
+    name = device_name(device)
+    if os.geteuid() != 0:
+        raise BadInput("tune --online changes kernel settings: run it as root")
+    if plan_out is not None:
+        check_output_path(plan_out, "--plan-out")
+    found = make_metric(metric, metric_kind, prometheus, slice_s)
+    tune_online(name, slice_s=slice_s, latency_bound=latency_bound, time_s=time_s,
+                max_worse_s=max_worse, metric=found, as_json=as_json,
+                plan_out=plan_out)  # fmt: skip
 
 
 def _peer_only(

@@ -81,6 +81,20 @@ class RetuneSection:
     idle_seconds: float = 30.0
     io_cap_mb: int = 1024
     apply: bool = False
+    online: bool = False  # tune the live workload ([online]) instead of waiting for idle
+
+
+@dataclass(frozen=True)
+class OnlineSection:
+    """[online]: the bounds of an online re-tune (retune.online = true; docs/online.md)."""
+
+    device: str | None = None
+    slice: float = 10.0
+    latency_bound: float = 0.2
+    max_seconds: float = 900.0
+    max_worse: float = 90.0
+    metric: str | None = None
+    metric_kind: str = "counter"
 
 
 @dataclass(frozen=True)
@@ -99,6 +113,7 @@ class DaemonConfig:
     hotplug: HotplugSection = field(default_factory=HotplugSection)
     workload: WorkloadSection = field(default_factory=WorkloadSection)
     retune: RetuneSection = field(default_factory=RetuneSection)
+    online: OnlineSection = field(default_factory=OnlineSection)
     metrics: MetricsSection = field(default_factory=MetricsSection)
     path: Path | None = None
 
@@ -206,6 +221,43 @@ def _devices(value: Any) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _device_name(value: Any) -> str | None:
+    name = _string(value).removeprefix("/dev/")
+    if name == "":
+        return None
+    if not _KERNEL_NAME.fullmatch(name):
+        raise _Invalid(f"{name!r} is not a kernel device name such as sda or nvme0n1")
+    return name
+
+
+def _slice(value: Any) -> float:
+    number = _positive(value)
+    if not 2 <= number <= 600:
+        raise _Invalid(f"must be 2 to 600 seconds, not {value}")
+    return number
+
+
+def _bound(value: Any) -> float:
+    number = _positive(value)
+    if number > 10:
+        raise _Invalid(f"must be above 0 and at most 10 (a factor: 0.2 is 20 %), not {value}")
+    return number
+
+
+def _metric(value: Any) -> str | None:
+    text = _string(value)
+    if "\n" in text or "\0" in text:
+        raise _Invalid("must be one command line")
+    return None if text.strip() == "" else text
+
+
+def _metric_kind(value: Any) -> str:
+    kind = _string(value)
+    if kind not in ("counter", "gauge"):
+        raise _Invalid(f"must be counter or gauge, not {kind!r}")
+    return kind
+
+
 def _target(value: Any) -> str | None:
     path = _optional_path(value)
     return None if path is None else str(path)
@@ -255,6 +307,12 @@ _SCHEMA: Mapping[str, tuple[type[Any], Mapping[str, Callable[[Any], Any]]]] = {
         "enabled": _bool, "target": _target, "budget": _integer(MIN_BUDGET),
         "runtime": _positive, "max_seconds": _positive, "idle_util_percent": _percent,
         "idle_seconds": _not_negative, "io_cap_mb": _integer(1), "apply": _bool,
+        "online": _bool,
+    }),
+    "online": (OnlineSection, {
+        "device": _device_name, "slice": _slice, "latency_bound": _bound,
+        "max_seconds": _positive, "max_worse": _not_negative, "metric": _metric,
+        "metric_kind": _metric_kind,
     }),
     "metrics": (MetricsSection, {"textfile": _textfile, "listen": _listen}),
 }  # fmt: skip
@@ -351,7 +409,16 @@ def _build(document: Mapping[str, Any], path: Path, text: str) -> DaemonConfig:
             f"must be at least sample_interval "
             f"({config.workload.sample_interval:g} s), not {config.workload.window:g}",
         )
-    if config.retune.enabled and config.retune.target is None:
+    if config.retune.online and config.online.device is None:
+        raise fail("retune", "online", "true needs online.device (the live device to tune)")
+    if config.online.max_seconds < 4 * config.online.slice:
+        raise fail(
+            "online",
+            "max_seconds",
+            f"must be at least four slices ({4 * config.online.slice:g} s), "
+            f"not {config.online.max_seconds:g}",
+        )
+    if config.retune.enabled and config.retune.target is None and not config.retune.online:
         raise fail(
             "retune",
             "enabled",

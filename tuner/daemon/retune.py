@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from tuner.daemon.child import Child, spawn
-from tuner.daemon.config import RetuneSection
+from tuner.daemon.config import OnlineSection, RetuneSection
 from tuner.daemon.events import Event, event
-from tuner.daemon.retune_report import advise_event, plan_entries, tune_figures
+from tuner.daemon.retune_report import advise_event, online_figures, plan_entries, tune_figures
 from tuner.daemon.workload import profiles
 from tuner.state import state_dir
 from tuner.trials.faults import is_fault
@@ -53,6 +53,7 @@ class _Job:
     started: float | None = None
     idle_seen: float = 0.0
     figures: dict[str, Any] = field(default_factory=dict)
+    online: OnlineSection | None = None  # retune.online: tune the live workload, no idle wait
 
 
 class Retune:
@@ -91,11 +92,14 @@ class Retune:
         config: RetuneSection,
         devices: Sequence[str],
         idle_seconds: Callable[[float], float] | None = None,
+        online: OnlineSection | None = None,
     ) -> list[Event]:
         """Ask for a re-tune for `workload`; it starts once `poll` is told (or
         `idle_seconds(config.idle_util_percent)` says) that the devices have been idle for
         config.idle_seconds. Never two at once: while one waits, the newest workload replaces
-        its own; while one runs, the request is refused with an event."""
+        its own; while one runs, the request is refused with an event. With `online` (the
+        config's retune.online), it starts at once as `tune --online` on online.device: the
+        live workload is what it measures, so there is no idle window to wait for."""
         job = self._job
         if job is not None and job.state == "running":
             message = f"re-tune for {job.workload} still running: {workload} not started"
@@ -103,7 +107,7 @@ class Retune:
         if job is not None and job.workload == workload:
             message = f"re-tune for {workload} already waiting for idle devices"
             return [event("retune", message, workload=workload, ok=False)]
-        refused = _refusal(workload, config)
+        refused = _refusal(workload, config, online)
         if refused is not None:
             message = f"re-tune for {workload} not started: {refused}"
             return [event("retune", message, workload=workload, ok=False)]
@@ -111,7 +115,9 @@ class Retune:
             previous, job.workload = job.workload, workload
             message = f"waiting re-tune now for {workload} (was {previous})"
             return [event("retune", message, workload=workload, state="waiting-idle")]
-        self._job = _Job(workload, config, tuple(devices), idle_seconds)
+        self._job = _Job(workload, config, tuple(devices), idle_seconds, online=online)
+        if online is not None:
+            return self._next(time.time(), None)
         watched = ", ".join(devices) or "the devices"
         message = (
             f"re-tune for {workload} on {config.target}: waiting until {watched} stay below "
@@ -200,6 +206,8 @@ class Retune:
         job = self._job
         if job is None or job.state != "waiting-idle":
             return []
+        if job.online is not None:
+            return self._start_online(job, job.online, now)
         cfg = job.config
         if idle_seconds is None and job.idle_fn is not None:
             idle_seconds = job.idle_fn(cfg.idle_util_percent)
@@ -226,6 +234,28 @@ class Retune:
         )
         return [event("retune", message, workload=job.workload, state="running", step="tune",
                       pid=self._child.proc.pid)]  # fmt: skip
+
+    def _start_online(self, job: _Job, online: OnlineSection, now: float) -> list[Event]:
+        """`tune --online` on the live device, with the [online] bounds."""
+        assert online.device  # the config's check saw to it
+        args = ["tune", "--online", "--device", online.device, "--slice", f"{online.slice:g}",
+                "--latency-bound", f"{online.latency_bound:g}",
+                "--time", f"{online.max_seconds:g}", "--max-worse", f"{online.max_worse:g}",
+                "--json"]  # fmt: skip
+        if online.metric is not None:
+            args += ["--metric", online.metric, "--metric-kind", online.metric_kind]
+        failed = self._spawn("tune", job.workload, args, online.max_seconds + _SETUP_S)
+        if self._child is None:
+            self._job = None
+            return failed
+        job.state, job.step, job.started = "running", "tune", now
+        message = (
+            f"online re-tune for {job.workload} running on {online.device}: {online.slice:g} s "
+            f"slices, latency bound {online.latency_bound * 100:g} %, at most "
+            f"{online.max_seconds:g} s, {online.max_worse:g} s on worse settings"
+        )
+        return [event("retune", message, workload=job.workload, state="running", step="tune",
+                      online=True, pid=self._child.proc.pid)]  # fmt: skip
 
     def _spawn(self, step: str, workload: str, args: list[str], limit_s: float) -> list[Event]:
         stderr = self.state_dir / f"retune-{step}.stderr"
@@ -273,6 +303,8 @@ class Retune:
 
     def _tuned(self, job: _Job, child: Child) -> list[Event]:
         """A tune that ended well: its figures, the never-worse verdict, apply if allowed."""
+        if job.online is not None:
+            return self._tuned_online(job, child)
         try:
             figures = tune_figures(json.loads(child.out.decode()))
         except (ValueError, KeyError, TypeError, IndexError) as err:
@@ -304,6 +336,26 @@ class Retune:
                           step="apply", applied=False, **job.figures)]  # fmt: skip
         return self._done(job, "finished", "retune", f"{line}: not applied, {why}", why=why)
 
+    def _tuned_online(self, job: _Job, child: Child) -> list[Event]:
+        """An online tune that ended well: it kept its settings itself (journaled, with the
+        never-worse rule) or put back the ones it found; its figures as the event's."""
+        try:
+            figures = online_figures(json.loads(child.out.decode()))
+        except (ValueError, KeyError, TypeError, IndexError) as err:
+            message = f"online re-tune for {job.workload}: unreadable result ({err})"
+            return self._done(job, "failed", "error", message)
+        job.figures = figures
+        low = figures["ci"][0]
+        line = (
+            f"online re-tune for {job.workload}: x{figures['gain']:.3f} (95% CI from {low:.3f}), "
+            f"{figures['candidates']} candidate(s), {figures['worse_seconds']:.0f} s on worse "
+            "settings"
+        )
+        if figures["kept"]:
+            changes = ", ".join(f"{k}={v}" for k, v in figures["changes"].items())
+            return self._done(job, "finished", "retune", f"{line}: kept {changes}")
+        return self._done(job, "finished", "retune", f"{line}: kept the settings found")
+
     def _done(self, job: _Job, outcome: str, kind: str, message: str, **data: Any) -> list[Event]:
         """Close the re-tune: keep its outcome for status, make its last event."""
         self._job = None
@@ -313,11 +365,15 @@ class Retune:
         return [event(kind, message, workload=job.workload, state=outcome, **data)]
 
 
-def _refusal(workload: str, config: RetuneSection) -> str | None:
+def _refusal(
+    workload: str, config: RetuneSection, online: OnlineSection | None = None
+) -> str | None:
     """Why a re-tune for `workload` cannot run with `config`, or None."""
     known = profiles()
     if workload not in known:
         return f"the rule base has no {workload} profile to tune for"
+    if online is not None:
+        return None if online.device else "online.device is not set"
     if not config.target:
         return "retune.target is not set"
     if writes(known[workload]) and not Path(config.target).is_dir():

@@ -42,6 +42,23 @@ def tune_figures(doc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def online_figures(doc: dict[str, Any]) -> dict[str, Any]:
+    """What an event carries of a `tune --online --json` document."""
+    high = doc["ci"][1]
+    return {
+        "online": True,
+        "gain": float(doc["gain"]),
+        "ci": [float(doc["ci"][0]), None if high is None else float(high)],
+        "kept": bool(doc["kept"]),
+        "applied": False,  # kept live and journaled by the tune itself: no plan to reload
+        "changes": {str(k): v for k, v in doc["changes"].items()},
+        "candidates": len(doc["tried"]),
+        "worse_seconds": float(doc["worse_seconds"]),
+        "seconds": float(doc["elapsed_seconds"]),
+        "ended": str(doc["ended"]),
+    }
+
+
 def plan_entries(path: Path) -> int:
     """How many settings the plan changes (0 when it is missing or unreadable)."""
     from tuner.errors import BadInput

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from tuner.daemon.config import ConfigError, DaemonConfig, load_config
+from tuner.daemon.config import ConfigError, DaemonConfig, OnlineSection, load_config
 from tuner.daemon.control import ControlServer
 from tuner.daemon.events import Event, EventLog
 from tuner.daemon.hotplug import HotplugMonitor
@@ -252,12 +252,18 @@ class Daemon:
                 events += self.retune.advise(str(workload))
                 if self.config.retune.enabled:
                     events += self.retune.start(str(workload), self.config.retune,
-                                                watch.devices, watch.idle_seconds)  # fmt: skip
+                                                watch.devices, watch.idle_seconds,
+                                                online=self._online())  # fmt: skip
         events += self.retune.poll(now, watch.idle_seconds(self.config.retune.idle_util_percent))
         self._sync_retune_fd()
         if any(e.kind == "retune" and e.data.get("applied") for e in events):
             self._reload_plan(now, cause="re-tune applied")
         return events
+
+    def _online(self) -> OnlineSection | None:
+        """The [online] bounds when retune.online is on: re-tunes then run on the live
+        workload instead of waiting for an idle window."""
+        return self.config.online if self.config.retune.online else None
 
     def _workload_watch(self) -> WorkloadWatch | None:
         if self._watch is None:
@@ -311,11 +317,12 @@ class Daemon:
             workload = str(request.get("workload") or (watch.current if watch else "") or "")
             if not workload or workload == "idle":
                 return {"ok": False, "error": "no workload seen yet: name one"}
-            if not self.config.retune.target:
+            if not self.config.retune.target and self._online() is None:
                 return {"ok": False, "error": "retune.target is not set in the config"}
             devices = watch.devices if watch else tuple(self.holder.block_targets())
             idle = watch.idle_seconds if watch else None
-            self._record(self.retune.start(workload, self.config.retune, devices, idle))
+            self._record(self.retune.start(workload, self.config.retune, devices, idle,
+                                           online=self._online()))  # fmt: skip
             self._sync_retune_fd()
             return {"ok": True}
         return {"ok": False, "error": f"unknown command {cmd!r} (status, reload, retune)"}

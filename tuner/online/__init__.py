@@ -1,0 +1,1 @@
+"""Online tuning: candidate settings tried on the live workload in short alternating slices."""
