@@ -101,3 +101,31 @@ def test_a_loaded_job_carries_its_judgement(tmp_path: Path) -> None:
     assert workload.name == "fio-job:streams.fio"
     assert workload.resembles == ("concurrent-streams",)
     assert workload.judged == "judged as concurrent-streams: 12 buffered sequential readers"
+
+
+# What each family of the unseen benchmark's drawn jobs (tuner/lab/generate_jobs.py) may be
+# judged as: streams as the streaming profiles, random readers never as one of them.
+DRAWN = {
+    "sequential-streams": {("stream-read",), ("concurrent-streams",), ("write-once-read-many",)},
+    "random-readers": {("random-read",)},
+    "oltp": {("random-read",), ("random-read", "random-write")},
+    "log-appender": {()},
+    "small-files": {("small-files",)},
+    "write-once-read-many": {("stream-read",), ("concurrent-streams",),
+                             ("write-once-read-many",)},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("family", sorted(DRAWN))
+def test_drawn_jobs_are_judged_as_their_family(family: str) -> None:
+    from tuner.lab.generate import draw_environment
+    from tuner.lab.generate_jobs import draw_workload
+    from tuner.trials.jobcheck import check_job
+
+    judged = set()
+    for seed in range(40):
+        work = draw_workload(seed, draw_environment(seed), family)
+        if work.job:  # a network environment draws the built-in transfer instead
+            job = check_job(work.job_text(dev="/dev/loop9", mnt="/mnt"), f"seed {seed}")
+            judged.add(judge(job.options).profiles)
+    assert judged and judged <= DRAWN[family]
