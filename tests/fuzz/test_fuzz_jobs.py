@@ -16,11 +16,14 @@ from hypothesis import strategies as st
 
 from tests.fuzz.common import FUZZ, corpus, note, refused_well, within
 from tuner.errors import BadInput
+from tuner.rules.installed import load_rule_base
 from tuner.trials.jobcheck import ALLOWED, REPLACED, check_job, load_job
+from tuner.trials.jobkind import judge
 
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
 
 _OPTIONS = {o.name: o for o in (*ALLOWED, *REPLACED)}
+_PROFILES = {w.name for w in load_rule_base().workloads}
 _BY_SPELLING = {s: o for o in (*ALLOWED, *REPLACED) for s in (o.name, *o.aliases)}
 _SPELLINGS = sorted(s for o in (*ALLOWED, *REPLACED) for s in (o.name, *o.aliases))
 _HOSTILE_NAMES = [
@@ -111,6 +114,8 @@ def handles(text: str, folder: Path) -> None:
             note("refused by fio")
             return
         assert set(seen.options) <= {o.name for o in ALLOWED}
+        # Every accepted job is judged, into built-in profiles or none, never an exception.
+        assert set(judge(seen.options).profiles) <= _PROFILES
         note("accepted, fio agrees")
 
 

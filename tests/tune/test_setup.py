@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -223,3 +224,53 @@ def test_a_range_that_misses_the_hardware_leaves_the_dimension(tmp_path: Path) -
                       target="sda", evidence="e", recommendation="r", settings=(setting,),
                       sources=(), workloads=())  # fmt: skip
     assert bounded(space, (finding,), {dim.name: 1280}) == space
+
+
+# -- a user's fio job gets the rules of the profiles it resembles (tuner/trials/jobkind.py) -----
+
+STREAMS_12 = (  # benchmarks/claims.py, row hdd-streams-12
+    "[hdd-streams-12]\nrw=read\nbs=64k\nioengine=psync\ndirect=0\nnumjobs=12\n"
+    "size=170m\noffset_increment=170m\nfilename=/dev/sda\n"
+)
+MMAP_RANDOM = (  # benchmarks/claims.py, row hdd-mmap-random: the readahead trap
+    "[hdd-mmap-random]\nrw=randread\nbs=4k\nioengine=mmap\nfadvise_hint=0\nnumjobs=2\n"
+    "size=256m\nfilename=/dev/sda\n"
+)
+RA = ("block.read_ahead_kb", "sda")
+
+
+def job_tune(scenario: str, job: str, tmp_path: Path) -> tuple[Point, list[Point], SearchSpace]:
+    """The baseline, the rules' points and the space a tune of `job` (a --fio-job file)
+    reading sda of `scenario` starts from."""
+    from tuner.trials.jobfile import load_fio_job
+
+    build_scenario(scenario, tmp_path)
+    path = tmp_path / "job.fio"
+    path.write_text(job)
+    setup = prepare_tune(load_rule_base(), probe_host(HostFS(tmp_path)), ("sda",),
+                         load_fio_job(path), Tunables(tmp_path), read_devices=["sda"])  # fmt: skip
+    return setup.baseline, setup.suggested, setup.space
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+def test_twelve_buffered_streams_start_from_the_rules_large_window(tmp_path: Path) -> None:
+    # As the built-in concurrent-streams profile does: the rules' 4096 KB window, beside the
+    # host's own queue settings (not the tiny ones a seeded point may pair it with).
+    baseline, suggested, _ = job_tune("readahead-128k", STREAMS_12, tmp_path)
+    assert baseline[RA] == 128
+    assert suggested == [{**baseline, RA: 4096}]
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+@pytest.mark.parametrize("scenario", ["readahead-128k", "readahead-scaled-by-kernel",
+                                      "well-configured"])  # fmt: skip
+def test_a_memory_mapped_random_reader_gets_no_streaming_window(
+    scenario: str, tmp_path: Path
+) -> None:
+    baseline, suggested, space = job_tune(scenario, MMAP_RANDOM, tmp_path)
+    assert all(point[RA] <= 128 for point in suggested)
+    if baseline[RA] > 256:
+        # The random-read rules' point: back to the kernel's default window.
+        assert [point[RA] for point in suggested] == [128]
+    window = next(dim for dim in space.dimensions if (dim.key, dim.target) == RA)
+    assert window.low == 128

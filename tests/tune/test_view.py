@@ -8,7 +8,7 @@ import io
 from rich.console import Console
 
 from tuner.trials.flags import PAGE_CACHE, Flag
-from tuner.tune.result import TrialRecord, TuneResult
+from tuner.tune.result import TrialRecord, TuneResult, result_document
 from tuner.tune.view import print_changes, render_summary
 
 RA, TCP = ("block.read_ahead_kb", "loop0"), ("net.ipv4.tcp_rmem", "host")
@@ -94,3 +94,16 @@ def test_an_at_least_gain_says_it_is_a_lower_bound() -> None:
     assert "x1.901, 95% interval x1.880 .. x1.930, at least:" in text
     plain = " ".join(printed(200, lambda c: c.print(render_summary(result(True)))).split())
     assert "at least" not in plain
+
+
+def test_a_judged_job_says_which_profile_it_was_judged_as() -> None:
+    """A user's --fio-job is judged by what it does (tuner/trials/jobkind.py): the reader sees
+    which profile's rules gave its starting point, in the summary and in --json."""
+    judged = dataclasses.replace(
+        result(True), judged="judged as concurrent-streams: 12 buffered sequential readers"
+    )
+    text = " ".join(printed(200, lambda c: c.print(render_summary(judged))).split())
+    assert "judged as concurrent-streams: 12 buffered sequential readers" in text
+    assert result_document(judged)["judged"] == judged.judged
+    assert "judged as" not in printed(200, lambda c: c.print(render_summary(result(True))))
+    assert result_document(result(True))["judged"] is None

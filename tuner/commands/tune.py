@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -361,7 +362,7 @@ def tune(
             gate = _idle_gate(trial_target.devices, idle_below, console)
             session = Tune(trial_target, chosen, setup.space, engine, config, on_trial=view.trial,
                            before_trial=gate, on_progress=view.progress)  # fmt: skip
-            result = session.run(setup.baseline, setup.suggested)
+            result = replace(session.run(setup.baseline, setup.suggested), judged=chosen.judged)
     except TrialFault as fault:
         # The engine's exit has restored every setting by now and emptied its journal; those
         # of a device that went went with it (journaled "gone").

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,12 +35,18 @@ class Evaluation:
     explanations: tuple[Explanation, ...]
 
 
-def evaluate(base: RuleBase, targets: dict[str, list[Target]], workload: str | None) -> Evaluation:
-    """Run every rule concerning `workload` over the targets of its kind."""
+def evaluate(
+    base: RuleBase,
+    targets: dict[str, list[Target]],
+    workload: str | None,
+    resembles: Collection[str] = (),
+) -> Evaluation:
+    """Run every rule concerning `workload`, or one of the profiles it `resembles` (a user's
+    fio job judged by what it does: tuner/trials/jobkind.py), over the targets of its kind."""
     findings: list[Finding] = []
     explanations: list[Explanation] = []
     for rule in base.rules:
-        if not rule.concerns(workload):
+        if not any(rule.concerns(name) for name in (workload, *resembles)):
             explanations.append(
                 Explanation(rule.id, "other workload", f"concerns {', '.join(rule.workloads)}")
             )

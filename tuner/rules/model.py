@@ -117,7 +117,9 @@ class Workload:
 
     `region`: a user's `--fio-job` placement options (size, offset, offset_increment) and
     `files`: the existing files it names; a read-only job's trials read those files with that
-    placement, as the job does (profiles have neither).
+    placement, as the job does (profiles have neither). `resembles`: the built-in profiles a
+    user's job was judged to resemble (tuner/trials/jobkind.py), whose rules concern it too;
+    `judged`: that judgement in words, for the result.
     """
 
     name: str
@@ -125,6 +127,8 @@ class Workload:
     fio: dict[str, Any]
     region: dict[str, Any] = field(default_factory=dict)
     files: tuple[str, ...] = ()
+    resembles: tuple[str, ...] = ()
+    judged: str | None = None
 
 
 @dataclass(frozen=True)

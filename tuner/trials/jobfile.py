@@ -16,6 +16,7 @@ from typing import Any
 from tuner.errors import BadInput
 from tuner.rules.model import Workload
 from tuner.trials.jobcheck import load_job
+from tuner.trials.jobkind import judge
 
 
 def load_fio_job(path: Path) -> Workload:
@@ -24,7 +25,9 @@ def load_fio_job(path: Path) -> Workload:
     Checked by allow-list before fio sees it, then read as fio reads it (tuner/trials/
     jobcheck.py): the Workload's options are fio's canonical ones (readwrite= is rw=). Where
     the job places its I/O (size, offset, offset_increment) and the existing files it names
-    are kept apart: a read-only job's trials read those files so.
+    are kept apart: a read-only job's trials read those files so. The job is judged by what
+    it does (tuner/trials/jobkind.py): the rules of the built-in profiles it resembles concern
+    it as they concern those profiles.
     """
     if not str(path).isprintable():
         # A name from a glob or tab completion: nobody reads it for newlines and sections.
@@ -33,9 +36,10 @@ def load_fio_job(path: Path) -> Workload:
     job = load_job(path)
     note = f" (iotuner sets {', '.join(sorted(job.replaced))} itself)" if job.replaced else ""
     region = {key: job.placement[key] for key in REGION_OPTIONS if key in job.placement}
+    judgement = judge(job.options)
     return Workload(name=f"fio-job:{path.name}", description=f"{path}{note}",
-                    fio=dict(job.options), region=region,
-                    files=named_files(job.placement))  # fmt: skip
+                    fio=dict(job.options), region=region, files=named_files(job.placement),
+                    resembles=judgement.profiles, judged=judgement.line())  # fmt: skip
 
 
 # Where a job places its I/O in its file; kept for trials that read the user's own file.

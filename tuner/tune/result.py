@@ -89,6 +89,9 @@ class TuneResult:
     # The baseline's window was a transient (tuner/search/confirm.py, Sample.ceiling): gain
     # and interval are over its ceiling, a lower bound of the gain.
     at_least: bool = False
+    # A user's fio job judged by what it does (tuner/trials/jobkind.py): the built-in profiles
+    # whose rules gave its findings and starting point, in words.
+    judged: str | None = None
 
     def changes(self) -> dict[Setting, Any]:
         """The settings the best point changes from the baseline (empty when not chosen)."""
@@ -179,6 +182,7 @@ def result_document(result: TuneResult) -> dict[str, Any]:
         "objective": result.objective,
         "unit": result.unit,
         "cache": result.cache_note,
+        "judged": result.judged,
         "baseline": {
             "settings": _settings_doc(result.baseline_settings),
             "score": round(result.baseline_score, 2),

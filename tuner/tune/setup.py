@@ -111,9 +111,11 @@ def tune_findings(
 ) -> tuple[Finding, ...]:
     """What the rule base finds on this host for this workload. `read_devices`: devices the
     trials read without a file system (a device target); the rules take reads to enter
-    there, as on a mounted device."""
+    there, as on a mounted device. A user's fio job gets the findings of the built-in
+    profiles it resembles (`Workload.resembles`)."""
     options = FactOptions(live=True, read_devices=frozenset(read_devices))
-    return evaluate(base, collect(topology, options), workload.name).findings
+    facts = collect(topology, options)
+    return evaluate(base, facts, workload.name, workload.resembles).findings
 
 
 def bounded(space: SearchSpace, findings: tuple[Finding, ...], baseline: Point) -> SearchSpace:

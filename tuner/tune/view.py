@@ -155,6 +155,8 @@ def render_summary(result: TuneResult) -> Table:
         table.add_row(*plain_cells("left out", f"{_short(result.left_out)} (no measurable gain)"))
     if result.cache_note:
         table.add_row(*plain_cells("cache", result.cache_note))
+    if result.judged:
+        table.add_row(*plain_cells("workload", result.judged))
     aside = result.set_aside()
     if aside:
         reasons: dict[str, list[str]] = {}
