@@ -78,6 +78,8 @@ _GOOD = {
     "window": 120, "target": "/data", "budget": 8, "runtime": 3.0, "max_seconds": 300,
     "idle_util_percent": 10, "idle_seconds": 30, "io_cap_mb": 1024, "apply": False,
     "textfile": "/var/lib/node_exporter/iotuner.prom", "listen": "127.0.0.1:9781",
+    "online": False, "device": "sdb", "slice": 10.0, "latency_bound": 0.2, "max_worse": 90.0,
+    "metric": "/usr/local/bin/app-rate", "metric_kind": "counter",
 }  # fmt: skip
 
 

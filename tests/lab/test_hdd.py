@@ -60,7 +60,9 @@ def test_what_is_written_is_read_back_and_kept_in_its_data_file(state: Path) -> 
     assert status.returncode == 0, status.stdout
     shown = json.loads(status.stdout)
     assert shown["lab"]["disks"][0]["model"]["rpm"] == 7200
-    assert [p["kind"] for p in shown["parts"]] == ["server", "fuse", "loop"]
+    # The lab's run directory, bind-mounted shared (so a namespace's copy of a mount under it
+    # follows our unmount, tuner/lab/build.py), then the disk's server, FUSE file and loop device.
+    assert [p["kind"] for p in shown["parts"]] == ["mount", "server", "fuse", "loop"]
     assert all(p["present"] for p in shown["parts"])
     record = snapshot(state)
     data_file = Path(f"/dev/shm/iotuner-lab-{record.lab_id}/{disk.name}.data")
