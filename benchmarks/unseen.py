@@ -211,13 +211,18 @@ def run_disk(env: Environment, work: Workload, plan: Plan, tmp: Path, engine: An
             args += ["--time", f"{plan.time_s:g}"]
         if not _tune(draw, args):
             return draw
-        limit = None if work.cache_memory is None else work.cache_memory + claims.FIO_ALLOWANCE
+        # The draw as a claims row: plain fio's ramp and its memory cgroup follow the claims
+        # benchmark's rules (fio's own memory grows with its jobs; only a random reader in a
+        # cache gets the cache-filling ramp).
+        row = claims.ClaimRow(f"seed-{env.seed}", "", work.job, work.target,
+                              cache_memory=work.cache_memory, timed=work.timed)  # fmt: skip
+        limit = row.cgroup_limit
         name = Path(dev).name
         with claims.memory_cgroup(limit) as cgroup:
 
             def run(settings: Settings) -> float:
                 return _with(engine, settings, lambda: claims.plain_fio(
-                    job, plan.fio, work.timed, cgroup, draw.unit))  # fmt: skip
+                    job, plan.fio, row, cgroup, draw.unit))  # fmt: skip
 
             def defaults() -> float:
                 figure, rate = _device_rate(name, lambda: run({}))
