@@ -84,7 +84,8 @@ def _record(fields: Mapping[str, Spec]) -> Spec:
             raise BadInput(f"{where}: expected an object")
         unknown = sorted(set(value) - set(fields))
         if unknown:
-            raise BadInput(f"{where}.{str(unknown[0])[:40]}: not a fingerprint field")
+            # The key is the file's, not ours: quoted, so a newline in it stays on the one line.
+            raise BadInput(f"{where}: {str(unknown[0])[:40]!r} is not a fingerprint field")
         missing = sorted(set(fields) - set(value))
         if missing:
             raise BadInput(f"{where}.{missing[0]}: missing")

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from probes.hostfs import digits
 from tuner.trials.fio import file_count, fio_size, is_buffered, largest_size, numjobs, reads
 from tuner.trials.fio import writes as job_writes
 from tuner.units import human_bytes
@@ -117,7 +118,7 @@ def _random_share(options: Mapping[str, Any], rw: str) -> int | None:
     if rw.startswith("rand"):
         return 100
     text = str(options.get("percentage_random") or "0").split(",")[0].strip()
-    share = int(text) if text.isdigit() else 0
+    share = int(text) if digits(text) else 0
     return share if share in (0, 100) else None
 
 
@@ -157,7 +158,7 @@ def _small_files(options: Mapping[str, Any]) -> int | None:
 def _depth(options: Mapping[str, Any]) -> str:
     """ ", 4 requests of 1 MiB in flight each", or "" when the job keeps one in flight."""
     depth = str(options.get("iodepth") or "1")
-    if not depth.isdigit() or int(depth) <= 1:
+    if not digits(depth) or int(depth) <= 1:
         return ""
     try:
         size = f" of {human_bytes(fio_size(str(options.get('bs') or '4k').split(',')[0]))}"
