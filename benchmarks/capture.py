@@ -131,21 +131,10 @@ def backup_row(device: str, mount: str, readers: int, seconds: float, work: Path
             p.wait()
 
     cost = _captured(device, seconds, original, backup)
-    job = work / "backup.fio"
-    footprint = _busiest(original)["footprint_bytes"]
-    done = _cli("capture", "--reproduce", str(original), "--region", str(footprint),
-                "--out", str(job))  # fmt: skip
-    if done.returncode != 0:
-        raise SystemExit(done.stderr)
-    _drop_caches()
-    check = _cli("capture", "--check", str(job), "--device", device, "--seconds",
-                 str(seconds - 2), "--against", str(original), "--json")  # fmt: skip
-    if check.returncode != 0:
-        raise SystemExit(check.stderr)
+    checked = _checked("backup", original, seconds, device, work, destroy=False)
     for f in files:
         f.unlink()
-    return {"row": f"backup: {readers} x sha256sum", "cost": cost, "job": job.read_text(),
-            **json.loads(check.stdout)}  # fmt: skip
+    return {"row": f"backup: {readers} x sha256sum", "cost": cost, **checked}
 
 
 def _as_postgres(*args: str) -> subprocess.CompletedProcess[str]:
@@ -160,8 +149,11 @@ def _postgres_ids() -> tuple[int, int]:
     return entry.pw_uid, entry.pw_gid
 
 
-def _checked(name: str, original: Path, seconds: float, device: str, work: Path) -> dict[str, Any]:
-    """The reproduction of `original` written and checked on `device`: the check's document."""
+def _checked(
+    name: str, original: Path, seconds: float, device: str, work: Path, destroy: bool = True
+) -> dict[str, Any]:
+    """The reproduction of `original` written and checked on `device` (`--destroy-data` when
+    its job writes to the raw device): the check's document."""
     job = work / f"{name}.fio"
     footprint = _busiest(original)["footprint_bytes"]
     done = _cli("capture", "--reproduce", str(original), "--region", str(footprint),
@@ -171,7 +163,7 @@ def _checked(name: str, original: Path, seconds: float, device: str, work: Path)
     _drop_caches()
     check = _cli("capture", "--check", str(job), "--device", device, "--seconds",
                  str(seconds - 2), "--against", str(original), "--json",
-                 "--destroy-data")  # fmt: skip
+                 *(["--destroy-data"] if destroy else []))  # fmt: skip
     if check.returncode != 0:
         raise SystemExit(check.stderr)
     return {"job": job.read_text(), **json.loads(check.stdout)}

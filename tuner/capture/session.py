@@ -17,8 +17,9 @@ from probes.host_root import live_host
 from tuner.capture import fingerprint as fp
 from tuner.capture.events import parse_line
 from tuner.capture.stats import DeviceStats
-from tuner.capture.tracefs import instance, kernel_dev, read_pipe
+from tuner.capture.tracefs import instance, read_pipe
 from tuner.errors import BadInput
+from tuner.trace_instance import kernel_dev
 from tuner.trials.blockdev import block_number, device_bytes, kernel_name
 
 MAX_SECONDS = 24 * 3600

@@ -9,31 +9,26 @@ error, Ctrl-C or SIGTERM (turned into KeyboardInterrupt while the capture runs).
 
 from __future__ import annotations
 
-import errno
 import os
 import select
 import signal
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
 from tuner.errors import BadInput, IotunerError
+from tuner.trace_instance import BLOCK_EVENTS as EVENTS
+from tuner.trace_instance import create_instance, remove_instance
 
 TRACEFS = Path("/sys/kernel/tracing")
-EVENTS = ("block_rq_issue", "block_rq_complete")
 BUFFER_KB = 4096
 """Per-CPU ring buffer: at 200 bytes a trace_pipe line, 20,000 events queue per CPU while
 the reader catches up; what a full buffer drops is counted as lost, never hidden."""
 READ_BYTES = 1 << 16
 POLL_S = 0.2
-
-
-def kernel_dev(major: int, minor: int) -> int:
-    """The kernel's own dev_t (MKDEV: major << 20 | minor), which the event filters compare."""
-    return (major << 20) | minor
 
 
 def ensure_mounted(root: Path = TRACEFS) -> Path:
@@ -79,40 +74,26 @@ def instance(devices: list[int], root: Path = TRACEFS) -> Iterator[Path]:
         raise BadInput("capture: name at least one device")
     where = ensure_mounted(root) / "instances" / f"iotuner-{os.getpid()}"
     _remove(where)  # a killed capture of an earlier process with our pid
-    try:
-        where.mkdir(mode=0o700)
-    except OSError as err:
-        raise IotunerError(f"cannot make the tracefs instance {where}: {err.strerror}") from None
     with _sigterm_unwinds():
         try:
-            (where / "buffer_size_kb").write_text(f"{BUFFER_KB}\n")
-            condition = " || ".join(f"dev == {d}" for d in devices)
-            for event in EVENTS:
-                (where / "events" / "block" / event / "filter").write_text(condition + "\n")
-            for event in EVENTS:
-                (where / "events" / "block" / event / "enable").write_text("1\n")
+            try:
+                create_instance(where, devices, BUFFER_KB)
+            except OSError as err:
+                raise IotunerError(
+                    f"cannot make the tracefs instance {where}: {err.strerror}"
+                ) from None
             yield where
         finally:
             _remove(where)
 
 
 def _remove(where: Path) -> None:
-    """Turn the instance's events off and remove it (a busy instance is retried briefly)."""
-    if not where.is_dir():
-        return
-    for event in EVENTS:
-        with suppress(OSError):
-            (where / "events" / "block" / event / "enable").write_text("0\n")
-    for _ in range(50):
-        try:
-            where.rmdir()
-            return
-        except OSError as err:
-            if err.errno != errno.EBUSY:
-                raise IotunerError(f"cannot remove the tracefs instance {where}: "
-                                   f"{err.strerror}") from None  # fmt: skip
-            time.sleep(0.02)
-    raise IotunerError(f"the tracefs instance {where} stayed busy; remove it with rmdir")
+    """Remove the instance (tuner/trace_instance.py), one line when it cannot be."""
+    try:
+        remove_instance(where)
+    except OSError as err:
+        raise IotunerError(f"cannot remove the tracefs instance {where}: {err.strerror}; "
+                           "remove it with rmdir") from None  # fmt: skip
 
 
 def read_pipe(

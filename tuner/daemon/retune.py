@@ -222,18 +222,12 @@ class Retune:
                 "--time", f"{cfg.max_seconds:g}", "--idle-below", f"{cfg.idle_util_percent:g}",
                 "--io-cap", str(cfg.io_cap_mb), "--json", "--plan-out", str(plan)]  # fmt: skip
         limit = cfg.max_seconds + _SETUP_S + _OUTSIDE_SEARCH * (cfg.runtime + _PER_TRIAL_S)
-        failed = self._spawn("tune", job.workload, args, limit)
-        if self._child is None:
-            self._job = None
-            return failed
-        job.state, job.step, job.started = "running", "tune", now
         message = (
             f"re-tune for {job.workload} running on {cfg.target} after {job.idle_seen:.0f} s "
             f"idle: budget {cfg.budget}, {cfg.runtime:g} s trials, at most "
             f"{cfg.max_seconds:g} s in all, {cfg.io_cap_mb} MB a trial"
         )
-        return [event("retune", message, workload=job.workload, state="running", step="tune",
-                      pid=self._child.proc.pid)]  # fmt: skip
+        return self._start_tune(job, args, limit, now, message)
 
     def _start_online(self, job: _Job, online: OnlineSection, now: float) -> list[Event]:
         """`tune --online` on the live device, with the [online] bounds."""
@@ -244,18 +238,25 @@ class Retune:
                 "--json"]  # fmt: skip
         if online.metric is not None:
             args += ["--metric", online.metric, "--metric-kind", online.metric_kind]
-        failed = self._spawn("tune", job.workload, args, online.max_seconds + _SETUP_S)
-        if self._child is None:
-            self._job = None
-            return failed
-        job.state, job.step, job.started = "running", "tune", now
         message = (
             f"online re-tune for {job.workload} running on {online.device}: {online.slice:g} s "
             f"slices, latency bound {online.latency_bound * 100:g} %, at most "
             f"{online.max_seconds:g} s, {online.max_worse:g} s on worse settings"
         )
+        return self._start_tune(job, args, online.max_seconds + _SETUP_S, now, message,
+                                online=True)  # fmt: skip
+
+    def _start_tune(
+        self, job: _Job, args: list[str], limit_s: float, now: float, message: str, **extra: object
+    ) -> list[Event]:
+        """Spawn the tune child; the job running and its event, or what failed to start it."""
+        failed = self._spawn("tune", job.workload, args, limit_s)
+        if self._child is None:
+            self._job = None
+            return failed
+        job.state, job.step, job.started = "running", "tune", now
         return [event("retune", message, workload=job.workload, state="running", step="tune",
-                      online=True, pid=self._child.proc.pid)]  # fmt: skip
+                      **extra, pid=self._child.proc.pid)]  # fmt: skip
 
     def _spawn(self, step: str, workload: str, args: list[str], limit_s: float) -> list[Event]:
         stderr = self.state_dir / f"retune-{step}.stderr"

@@ -8,8 +8,9 @@ iotuner's own (so nothing another tracer set up is touched).
 The instance `iotuner-online-PID` enables `block_rq_issue` and `block_rq_complete` filtered to
 one device; `drain` reads what `trace_pipe` holds without blocking and pairs each completion
 with its issue by (sector, sectors). It is removed on close, also when a signal unwinds the
-stack; one a killed iotuner left is removed by the next sampler (`remove_stale`). Kept apart
-from the session so `iotuner capture` can share it later.
+stack; one a killed iotuner left is removed by the next sampler (`remove_stale`). The instance
+itself is made and removed as `iotuner capture` makes its own (tuner/trace_instance.py); the
+line parsing is still this module's (tuner/capture/events.py parses the same lines more fully).
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ from pathlib import Path
 from types import TracebackType
 
 from probes.hostfs import digits
+from tuner.trace_instance import create_instance, kernel_dev, remove_instance
 
 TRACEFS_ROOTS = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
 PREFIX = "iotuner-online-"
-EVENTS = ("block_rq_issue", "block_rq_complete")
 BUFFER_KB = 1024
 """Per-CPU ring size: a second of events at 10,000 requests/s (two lines of ~110 bytes each)
 fits twice; beyond that the kernel overwrites the oldest and the sample thins, it never
@@ -114,7 +115,7 @@ class LatencySampler:
 
     def __init__(self, root: Path, major: int, minor: int) -> None:
         self.path = root / "instances" / f"{PREFIX}{os.getpid()}"
-        self.dev = (major << 20) | minor  # the kernel's dev_t as the tracepoints carry it
+        self.dev = kernel_dev(major, minor)
         self._fd: int | None = None
         self._rest = b""
         self.pairing = Pairing()
@@ -136,12 +137,7 @@ class LatencySampler:
 
     def start(self) -> None:
         """Make the instance, filter and enable the events, open the pipe (non-blocking)."""
-        self.path.mkdir()
-        (self.path / "buffer_size_kb").write_text(str(BUFFER_KB))
-        for name in EVENTS:
-            event = self.path / "events" / "block" / name
-            (event / "filter").write_text(f"dev == {self.dev}")
-            (event / "enable").write_text("1")
+        create_instance(self.path, [self.dev], BUFFER_KB)
         self._fd = os.open(self.path / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
 
     def drain(self) -> list[Request]:
@@ -169,11 +165,8 @@ class LatencySampler:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-        for name in EVENTS:
-            with contextlib.suppress(OSError):
-                (self.path / "events" / "block" / name / "enable").write_text("0")
         with contextlib.suppress(OSError):
-            self.path.rmdir()
+            remove_instance(self.path)
 
     def __enter__(self) -> LatencySampler:
         return self
