@@ -33,8 +33,9 @@ from tuner.search.space import APP, Point, SearchSpace, point_key
 from tuner.trials.dataset import CacheModel
 from tuner.trials.faults import GONE, TrialFault, device_name, gone_devices, require_present
 from tuner.trials.fio import AppParams
-from tuner.trials.flags import joined
+from tuner.trials.flags import NOT_STEADY, joined
 from tuner.trials.idle import DevicesBusy
+from tuner.trials.steady import MAX_CEILING_S
 from tuner.trials.targets import TrialTarget
 from tuner.trials.trial import TrialResult, run_trial
 from tuner.tunables.base import TargetGone, TunableError
@@ -377,8 +378,7 @@ class Search:
         self.plan = self._plan(None, config.baseline_repeats)
         base_results = []
         for _ in range(config.baseline_repeats):
-            result = self.measure(baseline, "baseline")
-            guards.check_baseline(result.flags, len(self.records))
+            result = self._baseline_trial(baseline)
             base_results.append(result)
             self.ramp_s = max(self.ramp_s, result.ramp_s)
         base_results = self._slow_baselines_again(baseline, base_results)
@@ -532,6 +532,47 @@ class Search:
                 found.append((dict(comparison.point), differs))
         return tuple(found)
 
+    def _baseline_trial(self, baseline: Point) -> TrialResult:
+        """One baseline trial. One that ran to its ceiling still trending is run again with
+        that ceiling as its floor (twice as long at most, within the trial's longest,
+        steady.MAX_CEILING_S), and every later trial gets the longer floor: a target that
+        settles slowly (several streams on a slow disk, their readahead windows and the cache
+        turning over) needs longer windows, and a tune that refused its baseline at a length
+        it chose itself would leave the user nothing. guards.Unmeasurable when it is flagged
+        for another reason, or does not settle in the longest window."""
+        result = self.measure(baseline, "baseline")
+        while (floor := self._settling_floor(result)) is not None:
+            self._lengthen(floor)
+            result = self.measure(baseline, "baseline")
+        guards.check_baseline(result.flags, len(self.records))
+        return result
+
+    def _settling_floor(self, result: TrialResult) -> float | None:
+        """The floor a baseline trial that did not settle asks of the next: the window it ran
+        to; None when it settled, was flagged for anything else, or ran to no longer a
+        window than the screen length already asks (a --time bound cut it, or it reached the
+        longest)."""
+        found = guards.disqualifying(result.flags)
+        if self.sized is None or result.length is None or not found:
+            return None
+        if any(flag.kind != NOT_STEADY for flag in found):
+            return None
+        reached = result.length.ceiling_s
+        if reached >= MAX_CEILING_S or reached <= self.fidelity.screen.runtime_s:
+            return None
+        return reached
+
+    def _lengthen(self, floor_s: float) -> None:
+        """Every trial from now on measures at least `floor_s` (the screen length; the decide
+        length when shorter): the plan is made again with it after the baseline."""
+        screen = replace(self.fidelity.screen, runtime_s=floor_s,
+                         why=f"the baseline settled only after {floor_s:g} s")  # fmt: skip
+        decide = self.fidelity.decide
+        if decide.runtime_s < floor_s:
+            decide = replace(decide, runtime_s=floor_s, why=screen.why)
+        self.fidelity = Fidelity(screen, decide)
+        self.decide = decide
+
     def _slow_baselines_again(
         self, baseline: Point, results: list[TrialResult]
     ) -> list[TrialResult]:
@@ -543,8 +584,7 @@ class Search:
         again = []
         for result in results:
             if self.objective.score(result) < SLOW_BELOW * middle:
-                second = self.measure(baseline, "baseline")
-                guards.check_baseline(second.flags, len(self.records))
+                second = self._baseline_trial(baseline)
                 # The better of the two: a lower bar would flatter every trial after it.
                 result = self._better_of(result, second)
             again.append(result)
