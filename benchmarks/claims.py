@@ -633,7 +633,8 @@ def table(results: Sequence[RowResult]) -> str:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true",
-                        help="tune budget 8 and 6 s runs (about 25 min)")  # fmt: skip
+                        help="tune budget 8 and 6 s runs (19 rows: over 90 min on the 2-core "
+                             "VM, trials running to steady state; --rows for fewer)")  # fmt: skip
     parser.add_argument("--rows", default=",".join([*(r.name for r in ROWS), *TRANSFER_ROWS]))
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (at least 3)")
     parser.add_argument("--budget", type=int, help="tune's --budget (default: its own)")
