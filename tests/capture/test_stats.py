@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from tests.capture.samples import collect
-from tuner.capture.events import Event, parse_rwbs
+import pytest
+
+from tests.capture.samples import FIXTURES, collect
+from tuner.capture.events import Completion, Event, Issue, parse_record, parse_rwbs, split
 from tuner.capture.stats import FOOTPRINT_CHUNKS, INFLIGHT, STREAMS, DeviceStats, Footprint
 
 
@@ -117,3 +119,57 @@ def test_processes_beyond_the_bound_fold_into_other() -> None:
         stats.add(_event(i * 0.01, i * 1000, comm=f"p{i}", pid=i + 1))
     names = [p["comm"] for p in stats.summary(1.0)["by_process"]]
     assert len(names) == 16 and "other" in names
+
+
+def _records(name: str) -> tuple[list[Issue], list[Completion]]:
+    lines = (FIXTURES / f"{name}.txt").read_text().splitlines()
+    return split(r for r in map(parse_record, lines) if r is not None)
+
+
+def _in_batches(issues: list[Issue], completions: list[Completion], size: int) -> DeviceStats:
+    """The records fed `size` events of time at a time, as the reader's polls cut them."""
+    stats = DeviceStats(512 << 20)
+    times = sorted({r[0] for r in issues} | {r[0] for r in completions})
+    for cut in range(0, len(times), size):
+        low, high = times[cut], times[min(cut + size, len(times)) - 1]
+        stats.add_records([r for r in issues if low <= r[0] <= high],
+                          [r for r in completions if low <= r[0] <= high])  # fmt: skip
+    return stats
+
+
+@pytest.mark.parametrize("name", ["random-mix", "buffered-streams", "fdatasync", "raw/mixed"])
+def test_the_figures_do_not_depend_on_how_the_records_are_batched(name: str) -> None:
+    issues, completions = _records(name)
+    whole = _in_batches(issues, completions, 1 << 30).summary(2.0)
+    for size in (1, 7, 100):
+        assert _in_batches(issues, completions, size).summary(2.0) == whole, size
+
+
+def test_a_second_process_parts_the_first_from_the_device_figures() -> None:
+    """While one process issues everything its figures are the device's (kept once); when a
+    second appears the first keeps the figures of its own requests only."""
+    first = [(t * 1_000_000, 0, "R", t * 8, 4096, "app", 1) for t in range(200)]
+    done = [(t * 1_000_000 + 500_000, 0, "R", t * 8, 4096) for t in range(200)]
+    later = [(t * 1_000_000 + 200_000_000, 0, "W", 10**6 + t * 128, 65536, "other", 2)
+             for t in range(50)]  # fmt: skip
+    both = DeviceStats(1 << 30)
+    both.add_records(first[:100], done[:100])
+    both.add_records(first[100:], done[100:])
+    both.add_records(later, [])
+    alone = DeviceStats(1 << 30)
+    alone.add_records(first, done)
+    found = {p["comm"]: p for p in both.summary(1.0)["by_process"]}
+    expected = alone.summary(1.0)
+    del expected["by_process"]
+    assert found["app"] == {"comm": "app", **expected}
+    assert found["other"]["requests"] == 50 and found["other"]["read_share"] == 0
+    assert both.summary(1.0)["requests"] == 250
+
+
+def test_a_service_time_is_bucketed_from_whole_nanoseconds() -> None:
+    """16 us from issue to completion is in the 16-32 us bucket. Times as float seconds lost
+    it: 41136.244134 - 41136.244118 is 15.999998 us, the 8-16 bucket (p50 0.011 ms)."""
+    stats = DeviceStats(1 << 30)
+    stats.add(_event(41136.244118, 0))
+    stats.add(_event(41136.244134, 0, issue=False))
+    assert stats.summary(1.0)["service_ms"]["p50"] == 0.023  # 16 us x sqrt(2)
