@@ -173,3 +173,32 @@ def test_a_service_time_is_bucketed_from_whole_nanoseconds() -> None:
     stats.add(_event(41136.244118, 0))
     stats.add(_event(41136.244134, 0, issue=False))
     assert stats.summary(1.0)["service_ms"]["p50"] == 0.023  # 16 us x sqrt(2)
+
+
+def test_a_sequential_run_moves_its_stream_head_as_one_request_at_a_time_would() -> None:
+    """Runs of requests each continuing the one before are folded at once: over window
+    boundaries, beside a second stream, and where a run's end meets another head's."""
+    issues: list[Issue] = []
+    t, sector = 0, 0
+    for i in range(3000):
+        t += 900_000 if i % 500 else 1_300_000_000  # long runs, some over a window and a gap
+        if i % 97 == 50:  # another stream's request, now and then
+            issues.append((t, 0, "R", (1 << 24) + i * 8, 4096, "app", 1))
+            continue
+        if i == 1200:  # a head ending where this run will pass
+            issues.append((t, 0, "R", sector + 800 - 8, 4096, "app", 1))
+            continue
+        issues.append((t, 0, "R", sector, 4096, "app", 1))
+        sector += 8
+    one = DeviceStats(1 << 30)
+    for issue in issues:
+        one.add_records([issue], [])
+    heads = list(one.total.streams.heads.items())  # before a summary resets the window's hits
+    expected = one.summary(10.0)
+    for size in (3, 64, 5000):
+        batched = DeviceStats(1 << 30)
+        for cut in range(0, len(issues), size):
+            batched.add_records(issues[cut : cut + size], [])
+        assert list(batched.total.streams.heads.items()) == heads, size  # hits and order
+        assert batched.summary(10.0) == expected, size
+    assert expected["sequential_share"] > 0.9

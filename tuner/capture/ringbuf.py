@@ -191,44 +191,48 @@ class Decoder:
         iwords, cwords = -(-self.issue.size // 4), -(-self.complete.size // 4)
         tword = self.type_offset >> 2
         w, stop = data >> 2, end >> 2  # in 4-byte words: the ring buffer's alignment
-        while w < stop:
-            head = words[w]
-            kind = head & 31
-            if 0 < kind <= 28:
-                ts += head >> 5
-                at = w + 1
-                w = at + kind
-            elif kind == 0:
-                ts += head >> 5
-                length = words[w + 1] >> 2 if w + 2 <= stop else 0
-                if length < 1:
-                    raise BadPage(f"a record of {length * 4} bytes at {w * 4}: not a page")
-                at = w + 2
-                w += 1 + length
-            elif kind == 30:  # time extend
-                ts += (words[w + 1] << TS_SHIFT) + (head >> 5)
-                w += 2
-                continue
-            elif kind == 29:  # padding: a discarded record, or (delta 0) the page's end
-                if head >> 5 == 0:
-                    break
-                w += 1 + (words[w + 1] >> 2)
-                continue
-            else:  # 31: an absolute time stamp
-                ts = ((words[w + 1] << TS_SHIFT) + (head >> 5)) | (ts & TS_MSB)
-                w += 2
-                continue
-            if w > stop:
-                raise BadPage(f"a record at {at * 4} runs past the page's events ({end})")
-            kind = words[at + tword] & mask
-            if kind == issue_id and w - at >= iwords:
-                pid, dev, sector, nr, size, rwbs, comm = issue(page, at << 2)
-                issued((ts, dev, rwbs, sector, nr << 9 or size, comm, pid))
-            elif kind == complete_id and w - at >= cwords:
-                dev, sector, nr, rwbs = complete(page, at << 2)
-                completed((ts, dev, rwbs, sector, nr << 9))
-            else:
-                self.other += 1
+        try:
+            while w < stop:
+                head = words[w]
+                kind = head & 31
+                if kind and kind < 29:
+                    ts += head >> 5
+                    at = w + 1
+                    w = at + kind
+                elif kind == 0:
+                    ts += head >> 5
+                    length = words[w + 1] >> 2
+                    if length < 1:
+                        raise BadPage(f"a record of {length * 4} bytes at {w * 4}: not a page")
+                    at = w + 2
+                    w += 1 + length
+                elif kind == 30:  # time extend
+                    ts += (words[w + 1] << TS_SHIFT) + (head >> 5)
+                    w += 2
+                    continue
+                elif kind == 29:  # padding: a discarded record, or (delta 0) the page's end
+                    if head >> 5 == 0:
+                        break
+                    w += 1 + (words[w + 1] >> 2)
+                    continue
+                else:  # 31: an absolute time stamp
+                    ts = ((words[w + 1] << TS_SHIFT) + (head >> 5)) | (ts & TS_MSB)
+                    w += 2
+                    continue
+                kind = words[at + tword] & mask
+                if kind == issue_id and w - at >= iwords:
+                    pid, dev, sector, nr, size, rwbs, comm = issue(page, at << 2)
+                    issued((ts, dev, rwbs, sector, nr << 9 or size, comm, pid))
+                elif kind == complete_id and w - at >= cwords:
+                    dev, sector, nr, rwbs = complete(page, at << 2)
+                    completed((ts, dev, rwbs, sector, nr << 9))
+                else:
+                    self.other += 1
+        except (IndexError, struct.error):
+            w = len(words) + 1  # a record ran past the page itself
+        if w > stop:
+            # checked once: a page with a record past its events is refused whole
+            raise BadPage(f"a record runs past the page's events ({end})")
         return issues, completions
 
     def split(self, pages: bytes) -> Iterator[bytes]:

@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
-from operator import add, and_, floordiv, gt, itemgetter, lshift, lt, mul, or_, rshift, sub
+from operator import add, and_, eq, floordiv, gt, itemgetter, lshift, lt, mul, or_, rshift, sub
 from typing import Any
 
 from tuner.capture.events import (
@@ -134,25 +134,47 @@ class Streams:
         heads = self.heads
         pop = heads.pop
         sequential = 0
-        if self.window_start is None and ts:
+        n = len(ts)
+        if self.window_start is None and n:
             self.window_start = ts[0]
         limit = (self.window_start or 0) + WINDOW_NS
         requests = self.window_requests
-        for t, sector, end in zip(ts, sectors, ends, strict=True):
+        # follows[i - 1]: request i starts where request i - 1 ended
+        follows = list(map(eq, sectors[1:], ends[:-1]))
+        i = 0
+        while i < n:
+            t = ts[i]
             if t >= limit:
                 self.window_requests = requests
                 self._roll(t)
                 requests = self.window_requests
                 limit = (self.window_start or 0) + WINDOW_NS
+            if i and follows[i - 1] and i < n - 1 and follows[i]:
+                # A run of requests each continuing the one before (one sequential stream:
+                # the most requests a second a disk serves): the head the previous request
+                # left moves along the run at once, as one request at a time would move it,
+                # unless an end on the way is another head's (then one at a time).
+                try:
+                    run = follows.index(False, i) + 1
+                except ValueError:
+                    run = n
+                run = bisect_left(ts, limit, i, run)
+                if heads.keys().isdisjoint(ends[i:run]):
+                    heads[ends[run - 1]] = pop(ends[i - 1]) + run - i
+                    sequential += run - i
+                    requests += run - i
+                    i = run
+                    continue
             requests += 1
-            hits = pop(sector, -1)
+            hits = pop(sectors[i], -1)
             if hits < 0:
                 if len(heads) >= STREAMS:
                     del heads[next(iter(heads))]
-                heads[end] = 0
+                heads[ends[i]] = 0
             else:
-                heads[end] = hits + 1
+                heads[ends[i]] = hits + 1
                 sequential += 1
+            i += 1
         self.window_requests = requests
         return sequential
 
