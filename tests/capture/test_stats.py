@@ -202,3 +202,15 @@ def test_a_sequential_run_moves_its_stream_head_as_one_request_at_a_time_would()
         assert list(batched.total.streams.heads.items()) == heads, size  # hits and order
         assert batched.summary(10.0) == expected, size
     assert expected["sequential_share"] > 0.9
+
+
+def test_a_completion_before_its_sectors_next_issue_is_not_matched_to_it() -> None:
+    """A request issued before the capture completes, and the same sector is issued again
+    later in the same batch: the completion is unmatched and the new request waits for its
+    own (a batch matched all at once would have paired them, a negative service time)."""
+    stats = DeviceStats(1 << 30)
+    stats.add_records([(2000, 0, "R", 80, 4096, "app", 1)], [(1000, 0, "R", 80, 4096)])
+    assert stats.unmatched == 1 and len(stats.inflight) == 1
+    stats.add_records([], [(3000, 0, "R", 80, 4096)])
+    assert stats.unmatched == 1 and not stats.inflight
+    assert stats.summary(1.0)["service_ms"]["p50"] == 0.001  # 1 us: the first bucket

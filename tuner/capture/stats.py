@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import add, and_, eq, floordiv, gt, itemgetter, lshift, lt, mul, or_, rshift, sub
-from typing import Any
+from typing import Any, cast
 
 from tuner.capture.events import (
     SECTOR,
@@ -500,7 +500,7 @@ def _rwbs(flags: Flags) -> str:
     return text + ("A" if flags.readahead else "") + ("S" if flags.sync else "")
 
 
-_RWBS = itemgetter(2)
+_FIRST = itemgetter(0)
 
 
 def _pick(columns: Iterable[Sequence[Any]], mask: Iterable[Any]) -> list[list[Any]]:
@@ -543,36 +543,40 @@ class DeviceStats:
     def add_records(self, issues: Sequence[Issue], completions: Sequence[Completion]) -> None:
         """Fold in issues and completions of this device, each in time order. Where an issue
         and a completion have the same time, the issue is taken first."""
-        kinds = {*map(_RWBS, issues), *map(_RWBS, completions)}
-        bad = {r for r in kinds if KINDS[r] is None}
+        i_ts, _, i_rwbs, i_sectors, i_sizes, i_comms, i_pids = (
+            zip(*issues, strict=True) if issues else ((),) * 7
+        )
+        c_ts: Sequence[int]
+        c_ts, _, c_rwbs, c_sectors, _ = zip(*completions, strict=True) if completions else ((),) * 5
+        i_kinds = Counter(i_rwbs)
+        bad = {r for r in {*i_kinds, *c_rwbs} if KINDS[r] is None}
         if bad:
             kept = [i for i in issues if i[2] not in bad]
             ended = [c for c in completions if c[2] not in bad]
             self.refused += len(issues) + len(completions) - len(kept) - len(ended)
             self.add_records(kept, ended)
             return
-        i_ts, _, i_rwbs, i_sectors, i_sizes, i_comms, i_pids = (
-            zip(*issues, strict=True) if issues else ((),) * 7
-        )
         tasks = set(i_comms)
         if len(tasks) == 1:  # one task's comm: the common case, named once
-            owners: Sequence[str] = [self._process(COMMS[i_comms[0]])] * len(i_ts)
+            owner = self._process(COMMS[i_comms[0]])
+            owners: Sequence[str] = [owner] * len(i_ts)
+            groups = {owner: None}
         else:
             names = list(map(COMMS.__getitem__, i_comms))
             keys = {name: self._process(name) for name in dict.fromkeys(names)}
             owners = names if all(k == v for k, v in keys.items()) else [keys[n] for n in names]
+            groups = dict.fromkeys(owners)
         data: Sequence[Sequence[Any]] = [i_ts, i_rwbs, i_sectors, i_sizes, owners]
-        if not (all(map(DATA.__getitem__, set(i_rwbs))) and min(i_sizes, default=1) > 0):
+        if not (all(map(DATA.__getitem__, i_kinds)) and min(i_sizes, default=1) > 0):
             data = _pick(data, map(and_, map(DATA.__getitem__, i_rwbs), map(bool, i_sizes)))
         d_ts, d_rwbs, d_sectors, d_sizes, d_owners = data
         # Counts of every kind, then the read and write requests, per group.
-        groups = dict.fromkeys(owners)
         if self.mirror is not None and any(key != self.mirror for key in groups):
             self._part()
         elif self.mirror is None and self.total.busy_from is None and len(self.processes) == 1:
             self.mirror = next(iter(self.processes))
         if i_ts:
-            self.total.issued(i_ts[0], Counter(i_rwbs), i_pids)
+            self.total.issued(i_ts[0], i_kinds, i_pids)
             self.total.data(d_ts, d_rwbs, d_sectors, d_sizes)
         if self.mirror is not None:
             groups = {}
@@ -583,7 +587,7 @@ class DeviceStats:
         for key in groups:
             group = self.processes[key]
             if len(groups) == 1:
-                group.issued(i_ts[0], Counter(i_rwbs), i_pids)
+                group.issued(i_ts[0], i_kinds, i_pids)
                 group.data(d_ts, d_rwbs, d_sectors, d_sizes)
                 continue
             mine = list(map(key.__eq__, owners))
@@ -591,8 +595,6 @@ class DeviceStats:
             group.issued(g_ts[0], Counter(g_rwbs), g_pids)
             group.data(*_pick((d_ts, d_rwbs, d_sectors, d_sizes), map(key.__eq__, d_owners)))
         # Completions matched to their issues; the queue depth and service times per group.
-        c_ts: Sequence[int]
-        c_ts, _, c_rwbs, c_sectors, _ = zip(*completions, strict=True) if completions else ((),) * 5
         waiting = list(map(or_, map(lshift, d_sectors, repeat(3)), map(OPS.__getitem__, d_rwbs)))
         ending = list(map(or_, map(lshift, c_sectors, repeat(3)), map(OPS.__getitem__, c_rwbs)))
         found = self._pair(waiting, d_ts, d_owners, ending, c_ts)
@@ -622,18 +624,27 @@ class DeviceStats:
         """Each completion's issue (its time and group), or None: issues are held by
         (sector, op), at most INFLIGHT (the least recent go), as if one event at a time."""
         table = self.inflight
-        when = dict(zip(keys, ts, strict=True))
+        unique = set(keys)
         if (
-            len(when) == len(keys)
+            len(unique) == len(keys)
             and len(table) + len(keys) <= INFLIGHT
-            and table.keys().isdisjoint(when)
-            and not any(map(gt, map(when.get, done, repeat(-1)), done_ts))
+            and table.keys().isdisjoint(unique)
         ):
-            # No key issued twice, none already waiting, none completed before its issue,
-            # nothing pushed out: all issues in, then all completions out, is the same.
+            # No key issued twice, none already waiting, nothing pushed out: all issues in,
+            # then all completions out, is the same, unless a completion came before its
+            # issue (then it took a later issue's time): undone, one event at a time.
+            before = table.copy()
             table.update(zip(keys, zip(ts, owners, strict=True), strict=True))
-            return list(map(table.pop, done, repeat(None)))
-        found: list[tuple[int, str] | None] = []
+            found = list(map(table.pop, done, repeat(None)))
+            if None in found:
+                paired = [(f[0], t) for f, t in zip(found, done_ts, strict=True) if f is not None]
+                late = any(issued > ended for issued, ended in paired)
+            else:
+                late = any(map(gt, map(_FIRST, cast(list[tuple[int, str]], found)), done_ts))
+            if not late:
+                return found
+            self.inflight = table = before
+        found = []
         events = sorted(
             [
                 *((t, 0, k, (t, o)) for t, k, o in zip(ts, keys, owners, strict=True)),

@@ -165,11 +165,14 @@ def read_pages(
     try:
         issues: list[Issue] = []
         completions: list[Completion] = []
+        # the CPUs whose records each list holds: one CPU's are in order, several need a merge
+        i_cpus: set[int] = set()
+        c_cpus: set[int] = set()
         deadline = time.monotonic() + seconds
         while True:
             last = time.monotonic() >= deadline or (stop is not None and stop())
             mark = time.monotonic_ns() - GRACE_NS
-            for fd in fds:
+            for cpu, fd in enumerate(fds):
                 while True:
                     try:
                         page = os.read(fd, READ_BYTES)
@@ -178,16 +181,23 @@ def read_pages(
                     if not page:
                         break
                     found, ended = decode(page)
-                    issues += found
-                    completions += ended
-            if len(fds) > 1:  # each CPU's run is in order: a merge
+                    if found:
+                        issues += found
+                        i_cpus.add(cpu)
+                    if ended:
+                        completions += ended
+                        c_cpus.add(cpu)
+            if len(i_cpus) > 1:  # each CPU's run is in order: a merge
                 issues.sort(key=when)
+            if len(c_cpus) > 1:
                 completions.sort(key=when)
             i_cut = len(issues) if last else bisect_left(issues, mark, key=when)
             c_cut = len(completions) if last else bisect_left(completions, mark, key=when)
             if i_cut or c_cut:
                 batch(issues[:i_cut], completions[:c_cut])
                 del issues[:i_cut], completions[:c_cut]
+                i_cpus = i_cpus if issues else set()
+                c_cpus = c_cpus if completions else set()
             if last:
                 return
             time.sleep(max(0.0, min(POLL_S, deadline - time.monotonic())))
