@@ -51,6 +51,8 @@ FOOTPRINT_CHUNKS = 1 << 18
 PROCESS_CHUNKS = 1 << 14
 INFLIGHT = 4096
 PROCESSES = 16
+CHUNK = INFLIGHT // 2
+"""A batch of more issues than this is folded in parts (see DeviceStats.add_records)."""
 HOT_SHARE = 0.8
 """The hot set is the fewest footprint chunks that received this share of the requests."""
 WINDOW_NS = 1_000_000_000
@@ -543,6 +545,17 @@ class DeviceStats:
     def add_records(self, issues: Sequence[Issue], completions: Sequence[Completion]) -> None:
         """Fold in issues and completions of this device, each in time order. Where an issue
         and a completion have the same time, the issue is taken first."""
+        if len(issues) > CHUNK:
+            # In parts of CHUNK issues, cut in time: a part's completions all match in one
+            # step while the waiting table cannot overflow (INFLIGHT).
+            first = 0
+            for cut in range(CHUNK, len(issues), CHUNK):
+                upto = bisect_left(completions, issues[cut][0], first, key=_FIRST)
+                self.add_records(issues[cut - CHUNK : cut], completions[first:upto])
+                first = upto
+            last = (len(issues) - 1) // CHUNK * CHUNK
+            self.add_records(issues[last:], completions[first:])
+            return
         i_ts, _, i_rwbs, i_sectors, i_sizes, i_comms, i_pids = (
             zip(*issues, strict=True) if issues else ((),) * 7
         )
