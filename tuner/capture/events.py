@@ -1,6 +1,9 @@
-"""One line of tracefs `trace_pipe` text: a block_rq_issue or block_rq_complete event.
+"""Block request events as the capture takes them, and one line of tracefs `trace_pipe` text.
 
-The kernel prints them (6.x, include/trace/events/block.h) as
+The statistics take issues and completions as plain tuples (`Issue`, `Completion`), from the
+ring buffer's pages (tuner/capture/ringbuf.py) or from a kept trace's text (`parse_record`,
+`split`); `requests` pairs them into one record a request (who, where, how big, issued and
+completed), for a replay. The kernel prints the text (6.x, include/trace/events/block.h) as
 
     fio-3833    [001] ..... 26029.539263: block_rq_issue: 7,7 R 4096 () 7904 + 8 be,0,4 [fio]
     ksoftirqd/1-22 [001] ..s.. 26029.540386: block_rq_complete: 7,7 R () 7904 + 8 be,0,4 [0]
