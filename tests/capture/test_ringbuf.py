@@ -195,3 +195,20 @@ def test_the_loop_fixture_device_is_not_the_pages_device() -> None:
     other.add(*_decoded())
     found = other.fingerprint(2.0)
     assert found.data["events"] == 0 and found.data["unparsed"] == 454
+
+
+def test_a_larger_sub_buffer_page_decodes_the_same() -> None:
+    """Kernels since 6.8 let an instance's pages be larger (buffer_subbuf_size_kb; the capture
+    asks for 64 KiB): header_page then says so, and the same records in a 64 KiB page decode
+    the same."""
+    header = (RAW / "header_page").read_text().replace("size:4080;", "size:65520;")
+    big = Decoder(
+        parse_page_format(header, "header_page"),
+        parse_event_format((RAW / "block_rq_issue.format").read_text(), "issue"),
+        parse_event_format((RAW / "block_rq_complete.format").read_text(), "done"),
+    )
+    assert big.page_bytes == 64 << 10
+    page = _pages()[0]
+    grown = page + bytes((64 << 10) - len(page))
+    assert big.decode(grown) == _decoder().decode(page)
+    assert list(big.split(grown * 2)) == [grown, grown]

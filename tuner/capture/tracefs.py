@@ -39,7 +39,11 @@ TRACEFS = Path("/sys/kernel/tracing")
 BUFFER_KB = 4096
 """Per-CPU ring buffer: at 72 bytes an issue and 56 a completion, 30,000 requests queue per
 CPU while the reader catches up; what a full buffer drops is counted as lost, never hidden."""
-READ_BYTES = 1 << 16
+PAGE_KB = 64
+"""Sub-buffer pages of 64 KiB where the kernel allows them (buffer_subbuf_size_kb): a read
+returns one page, so a busy disk's records take a sixteenth of the reads and decoder calls
+4 KiB pages would."""
+READ_BYTES = PAGE_KB << 10
 POLL_S = 0.5
 """How often the buffers are read: each read hands the statistics a batch, whose fixed cost
 the longer polls spread; a 4 MiB buffer holds several seconds of the busiest disk."""
@@ -95,7 +99,7 @@ def instance(devices: list[int], root: Path = TRACEFS) -> Iterator[Path]:
     with _sigterm_unwinds():
         try:
             try:
-                create_instance(where, devices, BUFFER_KB, clock=CLOCK)
+                create_instance(where, devices, BUFFER_KB, clock=CLOCK, page_kb=PAGE_KB)
             except OSError as err:
                 raise IotunerError(
                     f"cannot make the tracefs instance {where}: {err.strerror}"
