@@ -1,7 +1,8 @@
 """Capture fidelity and cost: an application captured, reproduced, and the reproduction
 captured again, on the lab's modelled hard disk (issue 32).
 
-    python -m benchmarks.capture [--seconds 12] [--readers 4] [--out FILE]
+    python -m benchmarks.capture [--seconds 12] [--readers 4] [--rounds 2] [--cost-only]
+                                 [--baseline DIR] [--out FILE]
 
 As root, on a lab like `hdd` (one modelled 7200 rpm disk, nbdkit) with xfs on it, in
 $IOTUNER_STATE_DIR (/tmp/iotuner-bench-capture-state when unset):
@@ -22,7 +23,10 @@ $IOTUNER_STATE_DIR (/tmp/iotuner-bench-capture-state when unset):
    poll loop), then beside plain fio reading the disk as fast as it goes, (a) sequential
    1 MiB direct reads at depth 4, (b) sequential 4 KiB direct reads at depth 8 (the most
    requests a second the disk serves), each its CPU share of one core, whole and beyond the
-   idle capture's CPU time (issue 32's target: under 2 %).
+   same round's idle capture's CPU time (issue 32's target: under 2 %); --rounds rounds
+   (default 2), interleaved (idle, 1 MiB, 4 KiB, idle, ...), with the load average of each;
+   with --baseline DIR (another checkout, e.g. `git archive REV | tar -x -C DIR`) each round
+   is run by DIR's capture too, right after this one's: the two side by side.
 
 The machine may be shared: the load average is printed with the figures. The lab is torn
 down at the end, also on Ctrl-C.
@@ -84,12 +88,16 @@ def _drop_caches() -> None:
     Path("/proc/sys/vm/drop_caches").write_text("3\n")
 
 
-def _captured(device: str, seconds: float, out: Path, during: Any) -> dict[str, float]:
-    """`iotuner capture` on `device` while `during()` runs (started once the capture records);
-    returns its CPU seconds, wall seconds and CPU share of one core."""
+def _captured(
+    device: str, seconds: float, out: Path, during: Any, tree: Path | None = None
+) -> dict[str, float]:
+    """`iotuner capture` (of the checkout `tree`, this one when None) on `device` while
+    `during()` runs (started once the capture records); returns its CPU seconds, wall seconds
+    and CPU share of one core."""
     began = time.monotonic()
+    env = None if tree is None else {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     child = subprocess.Popen([sys.executable, "-m", "tuner.cli", "capture", "--device", device,
-                              "--seconds", str(seconds), "--out", str(out)],
+                              "--seconds", str(seconds), "--out", str(out)], cwd=tree, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
     instance = Path(f"/sys/kernel/tracing/instances/iotuner-{child.pid}/events")
     while not instance.is_dir() and child.poll() is None:
@@ -212,10 +220,31 @@ def pgbench_row(device: str, twin: str, mount: str, seconds: float, work: Path) 
             "tps": tps, **checked}  # fmt: skip
 
 
-def cost_rows(device: str, seconds: float, work: Path) -> list[dict[str, Any]]:
-    """The capture's CPU share beside plain fio at the disk's full rate."""
-    rows = [{"row": "idle (start-up and polling only)", "cost": _captured(device, seconds,
-             work / "idle.json", lambda: None), "iops": 0.0, "mbps": 0.0, "events": 0}]  # fmt: skip
+def cost_rows(
+    device: str, seconds: float, work: Path, rounds: int, baseline: Path | None = None
+) -> list[dict[str, Any]]:
+    """The capture's CPU share idle and beside plain fio at the disk's full rate, in
+    `rounds` interleaved rounds (idle, 1 MiB, 4 KiB; idle, ...): each round's fio rows are
+    taken beyond that round's idle capture, so a load that changes between rounds moves both.
+    With `baseline` (another checkout) each round is run by it too, right after this one's."""
+    rows: list[dict[str, Any]] = []
+    trees: list[Path | None] = [None] if baseline is None else [None, baseline]
+    for round_ in range(1, rounds + 1):
+        for tree in trees:
+            rows += _cost_round(device, seconds, work, round_, tree)
+    return rows
+
+
+def _cost_round(
+    device: str, seconds: float, work: Path, round_: int, tree: Path | None
+) -> list[dict[str, Any]]:
+    """One round of cost rows (idle, 1 MiB, 4 KiB) by the capture of `tree`."""
+    label = "" if tree is None else f" [{tree.name}]"
+    idle = _captured(device, seconds, work / "idle.json", lambda: None, tree)
+    rows: list[dict[str, Any]] = [
+        {"row": f"idle (start-up and polling only){label}", "round": round_, "tree": str(tree),
+         "cost": idle, "iops": 0.0, "mbps": 0.0, "events": 0, "load": os.getloadavg()[0]}
+    ]  # fmt: skip
     for name, bs, depth in (("1 MiB sequential reads, depth 4", "1m", 4),
                             ("4 KiB sequential reads, depth 8", "4k", 8)):  # fmt: skip
 
@@ -227,10 +256,12 @@ def cost_rows(device: str, seconds: float, work: Path) -> list[dict[str, Any]]:
                             "--output=/dev/null"], check=True)  # fmt: skip
 
         out = work / f"cost-{bs}.json"
-        cost = _captured(device, seconds, out, fio)
+        cost = _captured(device, seconds, out, fio, tree)
         dev = _busiest(out)
-        rows.append({"row": name, "cost": cost, "iops": dev["iops"], "mbps": dev["mbps"],
-                     "events": json.loads(out.read_text())["events"]})  # fmt: skip
+        found = json.loads(out.read_text())
+        rows.append({"row": name + label, "round": round_, "tree": str(tree), "cost": cost,
+                     "iops": dev["iops"], "mbps": dev["mbps"], "events": found["events"],
+                     "lost": found["lost"], "load": os.getloadavg()[0]})  # fmt: skip
     return rows
 
 
@@ -240,6 +271,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=12.0)
     parser.add_argument("--readers", type=int, default=4)
     parser.add_argument("--no-pgbench", action="store_true", help="the backup row only")
+    parser.add_argument("--cost-only", action="store_true", help="the cost rows only")
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds of cost rows")
+    parser.add_argument("--baseline", type=Path, help="another checkout to run the cost rows by, "
+                        "interleaved with this one's")  # fmt: skip
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     os.environ.setdefault("IOTUNER_STATE_DIR", "/tmp/iotuner-bench-capture-state")
@@ -250,8 +285,11 @@ def main() -> None:
         device = lab.disks[0].device
         assert lab.mountpoint is not None
         with tempfile.TemporaryDirectory(prefix="iotuner-bench-capture-") as tmp:
-            rows.append(backup_row(device, lab.mountpoint, args.readers, args.seconds, Path(tmp)))
-            if not args.no_pgbench:
+            if not args.cost_only:
+                rows.append(
+                    backup_row(device, lab.mountpoint, args.readers, args.seconds, Path(tmp))
+                )
+            if not args.no_pgbench and not args.cost_only:
                 try:
                     twin = lab.disks[1].device
                     rows.append(pgbench_row(device, twin, lab.mountpoint, args.seconds, Path(tmp)))
@@ -259,7 +297,7 @@ def main() -> None:
                     print(
                         f"pgbench row failed: {err} {getattr(err, 'stderr', '')}", file=sys.stderr
                     )
-            costs = cost_rows(device, args.seconds, Path(tmp))
+            costs = cost_rows(device, args.seconds, Path(tmp), args.rounds, args.baseline)
     finally:
         for _ in range(5):
             try:
@@ -283,17 +321,19 @@ def main() -> None:
                     f"{'-' if b is None else f'{b:.4g}':>13} {r['difference']:>10.1%}"
                 )
         print("\nreproduction:\n" + row["job"])
-    idle = costs[0]["cost"]["cpu_s"]
-    print(f"{'capture cost beside':34} {'req/s':>8} {'MB/s':>7} {'CPU s':>6} {'wall s':>7} "
-          f"{'of a core':>9} {'beyond idle':>11}")  # fmt: skip
-    shown = [{"row": r["row"], "iops": None, "mbps": None, "cost": r["cost"]} for r in rows]
+    idle = {(r["round"], r["tree"]): r["cost"]["cpu_s"] for r in costs if r["iops"] == 0.0}
+    print(f"{'capture cost beside':34} {'round':>5} {'req/s':>8} {'MB/s':>7} {'CPU s':>6} "
+          f"{'wall s':>7} {'of a core':>9} {'beyond idle':>11} {'load':>5}")  # fmt: skip
+    shown = [{"row": r["row"], "round": 1, "tree": "None", "iops": None, "mbps": None,
+              "cost": r["cost"], "load": None} for r in rows]  # fmt: skip
     for row in [*shown, *costs]:
         c = row["cost"]
         rate = "-" if row["iops"] is None else f"{row['iops']:.0f}"
         mbps = "-" if row["mbps"] is None else f"{row['mbps']:.0f}"
-        beyond = max(0.0, c["cpu_s"] - idle) / c["wall_s"]
-        print(f"{row['row']:34} {rate:>8} {mbps:>7} {c['cpu_s']:6.2f} {c['wall_s']:7.1f} "
-              f"{c['core_share']:9.2%} {beyond:11.2%}")  # fmt: skip
+        load = "-" if row["load"] is None else f"{row['load']:.1f}"
+        beyond = max(0.0, c["cpu_s"] - idle[(row["round"], row["tree"])]) / c["wall_s"]
+        print(f"{row['row']:34} {row['round']:>5} {rate:>8} {mbps:>7} {c['cpu_s']:6.2f} "
+              f"{c['wall_s']:7.1f} {c['core_share']:9.2%} {beyond:11.2%} {load:>5}")  # fmt: skip
     if args.out:
         args.out.write_text(json.dumps({"rows": rows, "costs": costs, "load": load}, indent=1))
 

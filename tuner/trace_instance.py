@@ -27,12 +27,24 @@ def kernel_dev(major: int, minor: int) -> int:
     return (major << 20) | minor
 
 
-def create_instance(where: Path, devices: Sequence[int], buffer_kb: int) -> None:
-    """Make the instance at `where` with a per-CPU ring of `buffer_kb` and BLOCK_EVENTS enabled
-    for the devices with these dev_t numbers only; OSError when the kernel refuses a step (the
+def create_instance(
+    where: Path,
+    devices: Sequence[int],
+    buffer_kb: int,
+    clock: str | None = None,
+    page_kb: int | None = None,
+) -> None:
+    """Make the instance at `where` with a per-CPU ring of `buffer_kb` (its trace clock
+    `clock` when given: "mono" is the reader's time.monotonic_ns(); its sub-buffer pages of
+    `page_kb` where the kernel has buffer_subbuf_size_kb, 6.8+) and BLOCK_EVENTS enabled for
+    the devices with these dev_t numbers only; OSError when the kernel refuses a step (the
     caller removes what was made, with `remove_instance`)."""
     where.mkdir(mode=0o700)
     (where / "buffer_size_kb").write_text(f"{buffer_kb}\n")
+    if clock is not None:
+        (where / "trace_clock").write_text(f"{clock}\n")
+    if page_kb is not None and (where / "buffer_subbuf_size_kb").exists():
+        (where / "buffer_subbuf_size_kb").write_text(f"{page_kb}\n")
     condition = " || ".join(f"dev == {d}" for d in devices)
     for event in BLOCK_EVENTS:
         (where / "events" / "block" / event / "filter").write_text(condition + "\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.capture.samples import FIXTURES
-from tuner.capture.events import parse_line, parse_rwbs
+from tuner.capture.events import parse_line, parse_record, parse_rwbs, trace_requests
 
 ISSUE = (
     "             fio-3833    [001] ..... 26029.539263: block_rq_issue: 7,7 R 4096 () 7904 "
@@ -82,3 +82,24 @@ def test_every_recorded_line_parses() -> None:
     for path in sorted(FIXTURES.glob("*.txt")):
         for number, line in enumerate(path.read_text().splitlines(), start=1):
             assert parse_line(line) is not None, f"{path.name}:{number}: {line}"
+
+
+def test_a_trace_reads_back_as_requests_with_their_issue_and_completion() -> None:
+    """The per-request records a replay takes: who, where, how big, issued and completed."""
+    lines = (FIXTURES / "raw" / "mixed.txt").read_text().splitlines()
+    found = list(trace_requests(lines))
+    assert len(found) == 225 - 4  # every read and write issued; the 4 flushes are not requests
+    done = [r for r in found if r.completed_ns is not None]
+    assert len(done) == len(found)
+    assert all(r.completed_ns is not None and r.completed_ns >= r.issued_ns for r in done)
+    dd = next(r for r in found if r.comm == "dd")
+    assert (dd.major, dd.minor, dd.rwbs, dd.size) == (7, 3, "RA", 16384)
+    assert dd.sector == 65536 and dd.pid > 0
+    assert {r.comm for r in found} >= {"dd", "fio"}
+
+
+def test_a_request_never_seen_completed_is_kept_last() -> None:
+    issue = parse_record(ISSUE)
+    assert issue is not None
+    (only,) = trace_requests([ISSUE])
+    assert only.completed_ns is None and only.issued_ns == issue[0]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from tests.capture.samples import collect
-from tuner.capture.events import Event, parse_rwbs
+import pytest
+
+from tests.capture.samples import FIXTURES, collect
+from tuner.capture.events import Completion, Event, Issue, parse_record, parse_rwbs, split
 from tuner.capture.stats import FOOTPRINT_CHUNKS, INFLIGHT, STREAMS, DeviceStats, Footprint
 
 
@@ -117,3 +119,98 @@ def test_processes_beyond_the_bound_fold_into_other() -> None:
         stats.add(_event(i * 0.01, i * 1000, comm=f"p{i}", pid=i + 1))
     names = [p["comm"] for p in stats.summary(1.0)["by_process"]]
     assert len(names) == 16 and "other" in names
+
+
+def _records(name: str) -> tuple[list[Issue], list[Completion]]:
+    lines = (FIXTURES / f"{name}.txt").read_text().splitlines()
+    return split(r for r in map(parse_record, lines) if r is not None)
+
+
+def _in_batches(issues: list[Issue], completions: list[Completion], size: int) -> DeviceStats:
+    """The records fed `size` events of time at a time, as the reader's polls cut them."""
+    stats = DeviceStats(512 << 20)
+    times = sorted({r[0] for r in issues} | {r[0] for r in completions})
+    for cut in range(0, len(times), size):
+        low, high = times[cut], times[min(cut + size, len(times)) - 1]
+        stats.add_records([r for r in issues if low <= r[0] <= high],
+                          [r for r in completions if low <= r[0] <= high])  # fmt: skip
+    return stats
+
+
+@pytest.mark.parametrize("name", ["random-mix", "buffered-streams", "fdatasync", "raw/mixed"])
+def test_the_figures_do_not_depend_on_how_the_records_are_batched(name: str) -> None:
+    issues, completions = _records(name)
+    whole = _in_batches(issues, completions, 1 << 30).summary(2.0)
+    for size in (1, 7, 100):
+        assert _in_batches(issues, completions, size).summary(2.0) == whole, size
+
+
+def test_a_second_process_parts_the_first_from_the_device_figures() -> None:
+    """While one process issues everything its figures are the device's (kept once); when a
+    second appears the first keeps the figures of its own requests only."""
+    first = [(t * 1_000_000, 0, "R", t * 8, 4096, "app", 1) for t in range(200)]
+    done = [(t * 1_000_000 + 500_000, 0, "R", t * 8, 4096) for t in range(200)]
+    later = [(t * 1_000_000 + 200_000_000, 0, "W", 10**6 + t * 128, 65536, "other", 2)
+             for t in range(50)]  # fmt: skip
+    both = DeviceStats(1 << 30)
+    both.add_records(first[:100], done[:100])
+    both.add_records(first[100:], done[100:])
+    both.add_records(later, [])
+    alone = DeviceStats(1 << 30)
+    alone.add_records(first, done)
+    found = {p["comm"]: p for p in both.summary(1.0)["by_process"]}
+    expected = alone.summary(1.0)
+    del expected["by_process"]
+    assert found["app"] == {"comm": "app", **expected}
+    assert found["other"]["requests"] == 50 and found["other"]["read_share"] == 0
+    assert both.summary(1.0)["requests"] == 250
+
+
+def test_a_service_time_is_bucketed_from_whole_nanoseconds() -> None:
+    """16 us from issue to completion is in the 16-32 us bucket. Times as float seconds lost
+    it: 41136.244134 - 41136.244118 is 15.999998 us, the 8-16 bucket (p50 0.011 ms)."""
+    stats = DeviceStats(1 << 30)
+    stats.add(_event(41136.244118, 0))
+    stats.add(_event(41136.244134, 0, issue=False))
+    assert stats.summary(1.0)["service_ms"]["p50"] == 0.023  # 16 us x sqrt(2)
+
+
+def test_a_sequential_run_moves_its_stream_head_as_one_request_at_a_time_would() -> None:
+    """Runs of requests each continuing the one before are folded at once: over window
+    boundaries, beside a second stream, and where a run's end meets another head's."""
+    issues: list[Issue] = []
+    t, sector = 0, 0
+    for i in range(3000):
+        t += 900_000 if i % 500 else 1_300_000_000  # long runs, some over a window and a gap
+        if i % 97 == 50:  # another stream's request, now and then
+            issues.append((t, 0, "R", (1 << 24) + i * 8, 4096, "app", 1))
+            continue
+        if i == 1200:  # a head ending where this run will pass
+            issues.append((t, 0, "R", sector + 800 - 8, 4096, "app", 1))
+            continue
+        issues.append((t, 0, "R", sector, 4096, "app", 1))
+        sector += 8
+    one = DeviceStats(1 << 30)
+    for issue in issues:
+        one.add_records([issue], [])
+    heads = list(one.total.streams.heads.items())  # before a summary resets the window's hits
+    expected = one.summary(10.0)
+    for size in (3, 64, 5000):
+        batched = DeviceStats(1 << 30)
+        for cut in range(0, len(issues), size):
+            batched.add_records(issues[cut : cut + size], [])
+        assert list(batched.total.streams.heads.items()) == heads, size  # hits and order
+        assert batched.summary(10.0) == expected, size
+    assert expected["sequential_share"] > 0.9
+
+
+def test_a_completion_before_its_sectors_next_issue_is_not_matched_to_it() -> None:
+    """A request issued before the capture completes, and the same sector is issued again
+    later in the same batch: the completion is unmatched and the new request waits for its
+    own (a batch matched all at once would have paired them, a negative service time)."""
+    stats = DeviceStats(1 << 30)
+    stats.add_records([(2000, 0, "R", 80, 4096, "app", 1)], [(1000, 0, "R", 80, 4096)])
+    assert stats.unmatched == 1 and len(stats.inflight) == 1
+    stats.add_records([], [(3000, 0, "R", 80, 4096)])
+    assert stats.unmatched == 1 and not stats.inflight
+    assert stats.summary(1.0)["service_ms"]["p50"] == 0.001  # 1 us: the first bucket

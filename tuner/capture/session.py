@@ -10,14 +10,15 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import BinaryIO
 
 from probes.host_root import live_host
 from tuner.capture import fingerprint as fp
-from tuner.capture.events import parse_line
+from tuner.capture.events import Completion, Issue, Record, parse_record, split, trace_lines
 from tuner.capture.stats import DeviceStats
-from tuner.capture.tracefs import instance, read_pipe
+from tuner.capture.tracefs import instance, lost, read_pages
 from tuner.errors import BadInput
 from tuner.trace_instance import kernel_dev
 from tuner.trials.blockdev import block_number, device_bytes, kernel_name
@@ -25,6 +26,9 @@ from tuner.trials.blockdev import block_number, device_bytes, kernel_name
 MAX_SECONDS = 24 * 3600
 TRACE_BYTES = 64 << 20
 """The optional raw trace stops growing here (the statistics go on)."""
+BATCH = 4096
+"""trace_pipe lines read from a recording are folded in this many at a time."""
+_DEV = itemgetter(1)
 _LOST = re.compile(r"CPU:\d+ \[LOST (\d+) EVENTS\]")
 
 
@@ -62,40 +66,62 @@ def device(text: str) -> Device:
 
 
 class Collector:
-    """Trace lines in, per-device statistics out; the optional raw trace bounded in size."""
+    """Records in, per-device statistics out; the optional raw trace bounded in size.
+
+    Records come from the ring buffer's pages (`add`, in time order) or, for a recorded
+    trace, from trace_pipe text (`line`); both reach the statistics in batches."""
 
     def __init__(self, devices: Iterable[Device], trace: BinaryIO | None = None) -> None:
-        self.devices = {(d.major, d.minor): d for d in devices}
+        self.devices = {kernel_dev(d.major, d.minor): d for d in devices}
         self.stats = {key: DeviceStats(d.size_bytes) for key, d in self.devices.items()}
         self.trace = trace
         self.trace_bytes = 0
         self.events = self.unparsed = self.lost = 0
+        self._lines: list[Record] = []
 
     def line(self, text: str) -> None:
-        """Fold in one trace_pipe line."""
+        """Fold in one trace_pipe line (kept until BATCH lines or the fingerprint)."""
         if not text.strip():
             return
-        event = parse_line(text)
-        if event is None:
+        record = parse_record(text)
+        if record is None:
             lost = _LOST.search(text)
             if lost:
                 self.lost += int(lost.group(1))
             else:
                 self.unparsed += 1
             return
-        stats = self.stats.get((event.major, event.minor))
-        if stats is None:  # the kernel filter let through another device: never counted
-            self.unparsed += 1
-            return
-        self.events += 1
-        stats.add(event)
+        self._lines.append(record)
+        if len(self._lines) >= BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        """Fold in the lines kept so far."""
+        held, self._lines = self._lines, []
+        self.add(*split(held))
+
+    def add(self, issues: list[Issue], completions: list[Completion]) -> None:
+        """Fold in issues and completions of any of the devices, each in time order."""
+        devs = {*map(_DEV, issues), *map(_DEV, completions)}
+        for dev in devs:
+            mine = (issues, completions)
+            if len(devs) > 1:
+                mine = ([i for i in issues if i[1] == dev], [c for c in completions if c[1] == dev])
+            stats = self.stats.get(dev)
+            if stats is None:  # the kernel filter let through another device: never counted
+                self.unparsed += len(mine[0]) + len(mine[1])
+                continue
+            self.events += len(mine[0]) + len(mine[1])
+            stats.add_records(*mine)
         if self.trace is not None and self.trace_bytes < TRACE_BYTES:
-            raw = (text + "\n").encode()
-            self.trace.write(raw)
-            self.trace_bytes += len(raw)
+            text = "".join(trace_lines(issues, completions)).encode()
+            self.trace.write(text[: TRACE_BYTES - self.trace_bytes])
+            self.trace_bytes += len(text)
 
     def fingerprint(self, seconds: float, where: str = "capture") -> fp.Fingerprint:
         """The fingerprint of everything folded in so far, over `seconds` of capture."""
+        self.flush()
+        refused = sum(s.refused for s in self.stats.values())
         devices = []
         for key, stats in self.stats.items():
             d = self.devices[key]
@@ -109,8 +135,8 @@ class Collector:
             "kernel": _kernel(),
             "source": "tracefs",
             "seconds": round(seconds, 3),
-            "events": self.events,
-            "unparsed": self.unparsed,
+            "events": self.events - refused,
+            "unparsed": self.unparsed + refused,
             "lost": self.lost,
             "devices": devices,
         }
@@ -139,6 +165,7 @@ def capture(
         began = time.monotonic()
         if ready is not None:
             ready()
-        read_pipe(where, seconds, collector.line, stop)
+        read_pages(where, seconds, collector.add, stop)
         took = time.monotonic() - began
+        collector.lost += lost(where)
     return collector.fingerprint(took)
