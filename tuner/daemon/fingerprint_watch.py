@@ -6,10 +6,11 @@ read, the mean number of requests in flight and the request rate (the fingerprin
 mean_size, read_share, queue_depth.mean and iops, as far as counters can tell them; offsets,
 streams, flushes and the page cache need the tracepoints). The watch keeps the prints since the
 last capture. The latest `window` of them is compared with the ones before (the reference):
-a figure has moved when the two means differ by more than Z standard errors, the errors taken
-from the figures' own spread over those windows, and never below the counting noise of the
-requests the intervals hold (a Poisson count of N has a relative spread of 1/sqrt(N)), so a
-steady workload's ripple is not a move and a quiet device's few requests are not either.
+a figure has moved when the two means differ by more than Z times the figure's own spread
+from one interval to the next over those windows (the larger side's), and never less than
+the counting noise of the requests the intervals hold (a Poisson count of N has a relative
+spread of 1/sqrt(N)), so a steady workload's ripple, or a neighbour's burst slowing it for a
+second, is not a move, and a quiet device's few requests are not either.
 Sizes, depths and rates are compared on a log scale: a doubling is the same move at 4 KiB as
 at 1 MiB.
 """
@@ -25,9 +26,9 @@ from dataclasses import dataclass
 from tuner.trials.activity import Activity
 
 Z = 4.0
-"""Standard errors a figure's mean must move by: for normal noise, one false move in about
-16,000 tests of a figure, so a daemon sampling every 5 s sees a false capture about once a
-day per figure at most, and a capture costs seconds."""
+"""Spreads a figure's mean must move by: for normal noise a window's mean leaves 4 spreads
+about once in 16,000 tests, and what a false move costs is one short capture (its fingerprint
+then matches the one in force, and nothing else happens)."""
 MIN_REFERENCE = 3
 """Intervals of the reference a spread can be taken from (two give one degree of freedom)."""
 FEATURES = ("request size", "read share", "queue depth", "request rate")
@@ -86,7 +87,8 @@ def counter_print(activities: Iterable[Activity], seconds: float) -> CounterPrin
 
 @dataclass(frozen=True)
 class Move:
-    """A figure that moved: its name, the reference's and the recent mean (as shown), z."""
+    """A figure that moved: its name, the reference's and the recent mean (on the figure's
+    own scale), and by how many spreads."""
 
     feature: str
     before: float
@@ -109,25 +111,27 @@ def _shown(feature: int, value: float) -> float:
 
 
 def moves(reference: Sequence[CounterPrint], recent: Sequence[CounterPrint]) -> list[Move]:
-    """The figures whose recent mean left the reference's by more than Z standard errors
-    (Welch's: each side's spread over its own count, never below its counting noise). Empty
-    when the reference has fewer than MIN_REFERENCE intervals or nothing is recent."""
+    """The figures whose recent mean lies more than Z spreads from the reference's mean.
+
+    The spread is one interval's, the larger of the two sides' (and never below the counting
+    noise), not the standard error of a mean: a shared host's load comes in bursts longer
+    than an interval, so intervals are not independent and a mean's error shrinks less than
+    1/sqrt(n). Empty when the reference has fewer than MIN_REFERENCE intervals."""
     if len(reference) < MIN_REFERENCE or not recent:
         return []
     found: list[Move] = []
     for i, name in enumerate(FEATURES):
-        sides = []
+        means, spreads = [], []
         for group in (reference, recent):
             values = [p.values()[i] for p in group]
-            mean = statistics.fmean(values)
-            spread = statistics.stdev(values) if len(values) > 1 else 0.0
-            floor = statistics.fmean(p.counting_noise()[i] for p in group)
-            sides.append((mean, max(spread, floor), len(values)))
-        (m0, s0, n0), (m1, s1, n1) = sides
-        error = math.sqrt(s0**2 / n0 + s1**2 / n1)
-        z = abs(m1 - m0) / error if error > 0 else (math.inf if m1 != m0 else 0.0)
+            means.append(statistics.fmean(values))
+            spreads.append(statistics.stdev(values) if len(values) > 1 else 0.0)
+            spreads.append(statistics.fmean(p.counting_noise()[i] for p in group))
+        spread = max(spreads)
+        gap = abs(means[1] - means[0])
+        z = gap / spread if spread > 0 else (math.inf if gap else 0.0)
         if z > Z:
-            found.append(Move(name, _shown(i, m0), _shown(i, m1), min(z, 1e6)))
+            found.append(Move(name, _shown(i, means[0]), _shown(i, means[1]), min(z, 1e6)))
     return found
 
 

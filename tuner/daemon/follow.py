@@ -30,11 +30,14 @@ CAPTURE_NAME = "follow-capture.json"
 
 @dataclass(frozen=True)
 class Decision:
-    """What a capture gets: a warm start from `record` (None: a re-tune on `fingerprint`)."""
+    """What a capture gets: a warm start from `record` (None: a re-tune on `fingerprint`);
+    `unchanged` when `record` is the result already in force (a counter move that was noise,
+    or the same workload at another rate): nothing to do."""
 
     fingerprint: fp.Fingerprint
     record: Record | None
     distance: float | None
+    unchanged: bool = False
 
 
 class Follow:
@@ -61,6 +64,7 @@ class Follow:
         self.captures = 0
         self.warm_starts = 0
         self.last: dict[str, Any] | None = None
+        self.in_force: str | None = None  # the memory id of the result last applied or kept
 
     def sample(self, activity: Mapping[str, Activity], own_io: bool = False) -> str | None:
         """One interval's figures (WorkloadWatch.activity); why a capture is due, or None.
@@ -89,13 +93,17 @@ class Follow:
                      "summary": _summary(found)}  # fmt: skip
         if record is None:
             self.pending = found
-        return Decision(found, record, distance), events
+        unchanged = record is not None and record.id == self.in_force
+        if not unchanged:
+            self.in_force = None  # another workload: the result in force is not its own
+        return Decision(found, record, distance, unchanged), events
 
     def warm(self, decision: Decision) -> dict[str, Any]:
         """The remembered figures a warm start reports (and status shows)."""
         record = decision.record
         assert record is not None
         self.warm_starts += 1
+        self.in_force = record.id
         return {
             "memory_id": record.id,
             "distance": decision.distance,
@@ -124,6 +132,7 @@ class Follow:
             record = self.memory.remember(found, plan, data)
         except BadInput as err:
             return [event("error", f"follow: the tune memory was not written: {err}")]
+        self.in_force = record.id
         what = f"its plan ({record.entries} setting(s))" if plan else "keep the settings in force"
         return [event("follow", f"remembered {record.id}: {_summary(found)} -> {what}",
                       state="remembered", memory_id=record.id)]  # fmt: skip

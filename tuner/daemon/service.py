@@ -306,7 +306,10 @@ class Daemon:
             if decision is None:
                 continue
             name = f"captured {watch.current or 'workload'}"
-            if decision.record is not None:
+            if decision.unchanged:
+                still = f"the workload in force still (distance {decision.distance}): no change"
+                out.append(event("follow", still, state="unchanged"))
+            elif decision.record is not None:
                 out += self.retune.warm(name, self.config.retune, watch.devices,
                                         decision.record.plan, follow.warm(decision))  # fmt: skip
             elif self.config.retune.enabled:
