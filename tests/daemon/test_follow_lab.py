@@ -105,4 +105,6 @@ def test_a_returning_workload_is_a_warm_start_without_a_search(
     assert len(runs) == 1, [e["message"] for e in runs]
     shown = daemon.state()
     assert shown["follow"]["warm_starts"] == 1 and shown["follow"]["captures"] >= 3
+    said = daemon.status().stdout
+    assert "follow    captures " in said and "warm starts 1" in said, said
     assert daemon.stop() == 0
