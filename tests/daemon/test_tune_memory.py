@@ -1,4 +1,5 @@
-"""The tune memory: fingerprints captured on a loop device (A twice, B once; fixtures/daemon),
+"""The tune memory: fingerprints captured on a loop device (A: 4 KiB random reads 8 deep at
+5,000/s, twice; B: 1 MiB sequential reads 2 deep at 400/s; fixtures/daemon),
 the distance and reuse decision, the bound, a changed host, and hostile or corrupt files."""
 
 from __future__ import annotations
@@ -30,13 +31,13 @@ def memory(tmp_path: Path, limit: int = 16, host: str = HOST) -> TuneMemory:
 
 def test_a_returning_workload_is_found_and_another_is_not(tmp_path: Path) -> None:
     kept = memory(tmp_path).remember(printed("a1"), PLAN, FIGURES)
-    # A captured again minutes later (another rate under another load) is A.
-    record, gap, said = memory(tmp_path).nearest(printed("a2"), 0.05)
+    # A captured again seconds later is A, though its depth went from 5.6 to 0.5 under load.
+    record, gap, said = memory(tmp_path).nearest(printed("a2"), 0.15)
     assert record is not None and record.id == kept.id and record.plan == PLAN and said == []
-    assert gap is not None and gap < 0.01
+    assert gap is not None and gap < 0.1
     # B (1 MiB sequential, 2 deep) is not, and the distance says how far it is.
-    record, gap, _ = memory(tmp_path).nearest(printed("b"), 0.05)
-    assert record is None and gap is not None and gap > 0.5
+    record, gap, _ = memory(tmp_path).nearest(printed("b"), 0.15)
+    assert record is None and gap is not None and gap > 0.4
     assert oct((tmp_path / FILE_NAME).stat().st_mode & 0o777) == "0o600"
 
 

@@ -108,7 +108,7 @@ class FollowSection:
     capture_seconds: float = 10.0
     history: float = 600.0
     memory_entries: int = 16
-    memory_distance: float = 0.05
+    memory_distance: float = 0.15
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.capture import fingerprint as fp
+from tuner.capture.compare import TOLERANCE
 from tuner.daemon.config import FollowSection
 from tuner.daemon.events import Event, event
 from tuner.daemon.fingerprint_watch import FingerprintWatch, counter_print
@@ -26,6 +27,8 @@ from tuner.errors import BadInput
 from tuner.trials.activity import Activity
 
 CAPTURE_NAME = "follow-capture.json"
+# A capture that lost more than compare.TOLERANCE (15 %) of its events cannot hold its figures
+# within the 15 % a reproduction is held to: it is not compared, remembered or tuned on.
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class Follow:
     ) -> None:
         self.config = config
         self.sample_interval = sample_interval
+        self.window = window
         self.devices = tuple(devices)
         self.capture_path = state / CAPTURE_NAME
         self.watch = FingerprintWatch(
@@ -84,6 +88,11 @@ class Follow:
             found = fp.load(path)
         except BadInput as err:
             return None, [event("error", f"follow: the capture is unreadable: {err}")]
+        lost, kept = found.data["lost"], found.data["events"]
+        if lost > TOLERANCE * (lost + kept):
+            return None, [event("follow", f"the capture lost {lost} of {lost + kept} events (the "
+                                "kernel's trace buffer overflowed): its figures are not used; "
+                                "the next move captures again", state="lossy")]  # fmt: skip
         if found.busiest() is None:
             return None, [event("follow", "captured no request: the workload stopped; "
                                 "nothing to tune", state="empty")]  # fmt: skip

@@ -200,7 +200,6 @@ class Daemon:
         self._timers["drift"] = _Timer(config.daemon.drift_interval, self._periodic_check,
                                        now + config.daemon.drift_interval)  # fmt: skip
         self._watch = None
-        self._follow = None
         self._timers.pop("sample", None)
         if config.workload.enabled:
             self._timers["sample"] = _Timer(config.workload.sample_interval, self._sample, now)
@@ -230,7 +229,6 @@ class Daemon:
         if held != self.holder.held or cause != "periodic":
             self._record(self.holder.load(held))
             self._watch = None  # the devices to watch follow the plan
-            self._follow = None
         self._record(self.holder.check(cause))
 
     def _periodic_check(self, now: float) -> list[Event]:
@@ -281,9 +279,18 @@ class Daemon:
     def _following(self, watch: WorkloadWatch) -> Follow | None:
         """The follower of `watch`'s devices when follow.enabled."""
         if not self.config.follow.enabled:
+            self._follow = None
             return None
-        if self._follow is None or self._follow.devices != watch.devices:
-            cfg = self.config.workload
+        # Kept across plan reloads (an apply of its own result is one): what is in force, the
+        # fingerprint a running re-tune was asked for and the counters' reference stay.
+        follow, cfg = self._follow, self.config.workload
+        if (
+            follow is None
+            or follow.devices != watch.devices
+            or follow.config != self.config.follow
+            or follow.sample_interval != cfg.sample_interval
+            or follow.window != cfg.window
+        ):
             self._follow = Follow(self.config.follow, cfg.sample_interval, cfg.window,
                                   watch.devices, self.retune.state_dir, self.root)  # fmt: skip
         return self._follow
@@ -313,6 +320,9 @@ class Daemon:
                 out += self.retune.warm(name, self.config.retune, watch.devices,
                                         decision.record.plan, follow.warm(decision))  # fmt: skip
             elif self.config.retune.enabled:
+                near = "" if decision.distance is None else f", nearest at {decision.distance:g}"
+                out.append(event("follow", f"a new workload{near}: re-tune on its reproduction",
+                                 state="new", distance=decision.distance))  # fmt: skip
                 out += self.retune.start(name, self.config.retune, watch.devices,
                                          watch.idle_seconds, online=self._online(),
                                          capture=follow.capture_path)  # fmt: skip
