@@ -63,7 +63,6 @@ class _Job:
     figures: dict[str, Any] = field(default_factory=dict)
     online: OnlineSection | None = None  # retune.online: tune the live workload, no idle wait
     capture: Path | None = None  # tune on this fingerprint's reproduction, not a profile
-    warm: dict[str, Any] | None = None  # a remembered result reused: no search
 
 
 class Retune:
@@ -183,7 +182,7 @@ class Retune:
         if self._child is not None or self._job is not None:
             return [event("retune", f"warm start for {workload} not made: a re-tune is under way",
                           workload=workload, ok=False)]  # fmt: skip
-        job = _Job(workload, config, tuple(devices), None, warm=remembered)
+        job = _Job(workload, config, tuple(devices), None)
         job.started = time.time()
         job.figures = {"warm_start": True, "trials": 0, **remembered}
         self._job = job
@@ -194,9 +193,13 @@ class Retune:
         if plan is None:
             kept = f"{line}: its tune kept the settings in force"
             return self._done(job, "finished", "retune", kept, why="keep")
+        from tuner.errors import BadInput
         from tuner.outfile import write_file
 
-        write_file(path, plan, mode=0o600, what="remembered plan", trusted=True)
+        try:
+            write_file(path, plan, mode=0o600, what="remembered plan", trusted=True)
+        except BadInput as err:
+            return self._done(job, "failed", "error", f"{line}: {err}")
         job.figures["plan"] = str(path)
         if not config.apply:
             why = f"retune.apply is off: the remembered plan waits in {path}"
