@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.daemon.test_service import Running, disk, journal_path, start, wait_for
+from tests.daemon.test_service import Running, disk, start, wait_for
 from tuner.daemon.tune_memory import FILE_NAME
 
 # Its state directory, socket and loop device are its own, but it is not lab_parallel: the warm
@@ -20,7 +20,7 @@ from tuner.daemon.tune_memory import FILE_NAME
 # deep under load 13, 0.148 once eight deep) and a time (B's re-tune waits 2 s of idle while A
 # restarts at once), both of which a worker's burst beside it could break.
 pytestmark = [pytest.mark.lab]
-__all__ = ["disk", "journal_path", "start"]  # fixtures, used by name
+__all__ = ["disk", "start"]  # fixtures, used by name
 
 FOLLOW = """
 [workload]
