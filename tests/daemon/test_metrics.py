@@ -307,3 +307,14 @@ def test_a_textfile_under_a_directory_another_user_may_swap_is_refused(tmp_path:
     (event,) = metrics.write_textfile(textdir / "iotuner.prom")
     assert event.kind == "error" and f"{shared}: writable by others" in event.message
     assert list(textdir.iterdir()) == []
+
+
+def test_following_the_workload_counts_captures_and_warm_starts() -> None:
+    metrics = Metrics()
+    metrics.update(STATE)  # [follow] off: no series
+    assert not any(name.startswith("iotuner_follow") for name, _ in samples(
+        metrics.render().decode()))  # fmt: skip
+    metrics.update({**STATE, "follow": {"captures": 3, "warm_starts": 1, "counters": None}})
+    found = samples(metrics.render().decode())
+    assert value(found, "iotuner_follow_captures_total") == 3
+    assert value(found, "iotuner_follow_warm_starts_total") == 1

@@ -3,6 +3,7 @@ the daemon's loop drives them (select on fileno(), poll(now)), on the lab's sing
 
 from __future__ import annotations
 
+import json
 import os
 import selectors
 import signal
@@ -22,6 +23,7 @@ from tuner.daemon.retune import PLAN_NAME, Retune
 from tuner.daemon.workload import WorkloadWatch
 from tuner.lab.session import lab_session
 
+FINGERPRINT = Path(__file__).resolve().parents[1] / "fixtures" / "daemon" / "fingerprint-a1.json"
 QUEUE = ("read_ahead_kb", "nr_requests", "max_sectors_kb", "scheduler")
 
 
@@ -96,6 +98,33 @@ def test_one_retune_at_a_time_and_a_waiting_one_takes_the_newest_workload(tmp_pa
     assert state["workload"] == "random-read" and state["idle_seconds"] == 0.5
     (dropped,) = retune.terminate()
     assert dropped.data["state"] == "cancelled" and retune.fileno() is None
+
+
+def test_a_capture_that_writes_needs_a_directory_and_a_warm_start_searches_nothing(
+    tmp_path: Path,
+) -> None:
+    retune = Retune(tmp_path)
+    writing = tmp_path / "writes.json"
+    doc = json.loads(FINGERPRINT.read_text())
+    doc["devices"][0]["read_share"] = doc["devices"][0]["read_request_share"] = 0.5
+    writing.write_text(json.dumps(doc))
+    (refused,) = retune.start("captured", config("/dev/null"), ["sdx"], capture=writing)
+    assert "its reproduction writes" in refused.message
+    (waiting,) = retune.start("captured", config(str(tmp_path)), ["sdx"], capture=writing)
+    assert waiting.data["state"] == "waiting-idle"
+    retune.terminate()
+    remembered = {"memory_id": "ab12cd34ef56ab78", "distance": 0.02, "remembered_gain": 1.1}
+    (kept,) = retune.warm("captured", config(str(tmp_path)), ["sdx"], None, remembered)
+    assert kept.data["warm_start"] is True and kept.data["trials"] == 0
+    assert "no search" in kept.message and "kept the settings in force" in kept.message
+    plan = "entries: []\n"
+    (waits,) = retune.warm("captured", config(str(tmp_path)), ["sdx"], plan, remembered)
+    assert "retune.apply is off" in waits.message and retune.fileno() is None
+    assert (tmp_path / PLAN_NAME).read_text() == plan
+    last = retune.state()
+    assert (
+        last is not None and last["warm_start"] is True and last["memory_id"] == "ab12cd34ef56ab78"
+    )
 
 
 # -- advise ----------------------------------------------------------------------------------

@@ -79,7 +79,8 @@ _GOOD = {
     "idle_util_percent": 10, "idle_seconds": 30, "io_cap_mb": 1024, "apply": False,
     "textfile": "/var/lib/node_exporter/iotuner.prom", "listen": "127.0.0.1:9781",
     "online": False, "device": "sdb", "slice": 10.0, "latency_bound": 0.2, "max_worse": 90.0,
-    "metric": "/usr/local/bin/app-rate", "metric_kind": "counter",
+    "metric": "/usr/local/bin/app-rate", "metric_kind": "counter", "capture_seconds": 10.0,
+    "history": 600.0, "memory_entries": 16, "memory_distance": 0.05,
 }  # fmt: skip
 
 

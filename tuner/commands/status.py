@@ -100,6 +100,7 @@ def show(state: dict[str, Any], console: Console) -> None:
     _held(state.get("held") or [], console)
     _workload(state.get("workload"), console)
     _retune(state.get("retune"), console)
+    _follow(state.get("follow"), console)
     _events(state.get("events") or [], console)
 
 
@@ -193,6 +194,22 @@ def _retune(retune: Any, console: Console) -> None:
     parts = [f"{k} {_scalar(k, v)}" for k, v in retune.items()
              if v is not None and not isinstance(v, dict | list)]  # fmt: skip
     console.print(plain(f"retune    {'  '.join(parts)}"), highlight=False)
+
+
+def _follow(follow: Any, console: Console) -> None:
+    """One line when the daemon follows the workload ([follow]): its counters, captures and
+    warm starts, and the last capture's nearest remembered workload."""
+    if not isinstance(follow, dict):
+        return
+    parts = [f"{k.replace('_', ' ')} {_scalar(k, follow.get(k))}"
+             for k in ("captures", "warm_starts") if follow.get(k) is not None]  # fmt: skip
+    counters = follow.get("counters")
+    if isinstance(counters, dict):
+        parts += [f"{k.replace('_', ' ')} {_scalar(k, v)}" for k, v in counters.items()]
+    last = follow.get("last")
+    if isinstance(last, dict) and last.get("distance") is not None:
+        parts.append(f"nearest {_scalar('distance', last['distance'])}")
+    console.print(plain(f"follow    {'  '.join(parts)}"), highlight=False)
 
 
 def _scalar(key: str, value: Any) -> str:

@@ -29,7 +29,7 @@ _libc = ctypes.CDLL(None, use_errno=True)
 class Child:
     """A running child: which step it is, its process, what it printed so far."""
 
-    step: str  # advise | tune | apply
+    step: str  # advise | capture | tune | apply
     workload: str
     proc: subprocess.Popen[bytes]
     stderr: Path

@@ -34,6 +34,8 @@ MAX_CONFIG_BYTES = 64 * 1024
 """A configuration is a few hundred bytes."""
 _SOCKET_PATH_MAX = 107
 """sun_path holds 108 bytes with the terminating NUL."""
+MAX_MEMORY_ENTRIES = 256
+"""tuner/daemon/tune_memory.py's MAX_ENTRIES: the memory file's own bound."""
 _KERNEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]*")
 
 
@@ -98,6 +100,18 @@ class OnlineSection:
 
 
 @dataclass(frozen=True)
+class FollowSection:
+    """[follow]: fingerprint the workload, capture it when it moves, re-tune on its
+    reproduction, remember each tune and reuse it when the workload returns."""
+
+    enabled: bool = False
+    capture_seconds: float = 10.0
+    history: float = 600.0
+    memory_entries: int = 16
+    memory_distance: float = 0.15
+
+
+@dataclass(frozen=True)
 class MetricsSection:
     """[metrics]: Prometheus text format as a node-exporter textfile and/or on loopback."""
 
@@ -114,6 +128,7 @@ class DaemonConfig:
     workload: WorkloadSection = field(default_factory=WorkloadSection)
     retune: RetuneSection = field(default_factory=RetuneSection)
     online: OnlineSection = field(default_factory=OnlineSection)
+    follow: FollowSection = field(default_factory=FollowSection)
     metrics: MetricsSection = field(default_factory=MetricsSection)
     path: Path | None = None
 
@@ -258,6 +273,27 @@ def _metric_kind(value: Any) -> str:
     return kind
 
 
+def _capture_seconds(value: Any) -> float:
+    number = _positive(value)
+    if not 1 <= number <= 600:
+        raise _Invalid(f"must be 1 to 600 seconds (a short capture), not {value}")
+    return number
+
+
+def _entries(value: Any) -> int:
+    number = _integer(1)(value)
+    if number > MAX_MEMORY_ENTRIES:
+        raise _Invalid(f"must be at most {MAX_MEMORY_ENTRIES}, not {number}")
+    return number
+
+
+def _distance(value: Any) -> float:
+    number = _positive(value)
+    if number > 1:
+        raise _Invalid(f"must be above 0 and at most 1 (distances run 0 to 1), not {value}")
+    return number
+
+
 def _target(value: Any) -> str | None:
     path = _optional_path(value)
     return None if path is None else str(path)
@@ -313,6 +349,10 @@ _SCHEMA: Mapping[str, tuple[type[Any], Mapping[str, Callable[[Any], Any]]]] = {
         "device": _device_name, "slice": _slice, "latency_bound": _bound,
         "max_seconds": _positive, "max_worse": _not_negative, "metric": _metric,
         "metric_kind": _metric_kind,
+    }),
+    "follow": (FollowSection, {
+        "enabled": _bool, "capture_seconds": _capture_seconds, "history": _positive,
+        "memory_entries": _entries, "memory_distance": _distance,
     }),
     "metrics": (MetricsSection, {"textfile": _textfile, "listen": _listen}),
 }  # fmt: skip
@@ -411,6 +451,15 @@ def _build(document: Mapping[str, Any], path: Path, text: str) -> DaemonConfig:
         )
     if config.retune.online and config.online.device is None:
         raise fail("retune", "online", "true needs online.device (the live device to tune)")
+    if config.follow.enabled and not config.workload.enabled:
+        raise fail("follow", "enabled", "true needs workload.enabled (the counters it follows)")
+    if config.follow.enabled and config.follow.history < config.workload.window:
+        raise fail(
+            "follow",
+            "history",
+            f"must be at least workload.window ({config.workload.window:g} s), "
+            f"not {config.follow.history:g}",
+        )
     if config.online.max_seconds < 4 * config.online.slice:
         raise fail(
             "online",

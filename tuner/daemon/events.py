@@ -10,7 +10,7 @@ from typing import Any
 
 KINDS = (
     "start", "stop", "config", "plan", "drift", "hotplug", "workload", "advise", "retune",
-    "error",
+    "follow", "error",
 )  # fmt: skip
 """Every event kind; metrics count events by kind, so the set is fixed."""
 

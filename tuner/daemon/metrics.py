@@ -212,6 +212,9 @@ class _StateCollector(Collector):
         if isinstance(workload, dict):
             yield from _workload(workload, self._classes)
         yield from _retune(state)
+        follow = state.get("follow")
+        if isinstance(follow, dict):
+            yield from _follow(follow)
 
 
 def _number(value: Any) -> float | None:
@@ -303,3 +306,15 @@ def _retune(state: dict[str, Any]) -> Iterator[Metric]:
             "rule's confirmation)",
             value=gain,
         )
+
+
+def _follow(follow: dict[str, Any]) -> Iterator[Metric]:
+    """[follow]: captures taken and warm starts made since the daemon started."""
+    for key, name, help_text in (
+        ("captures", "iotuner_follow_captures", "Captures taken when the counters moved"),
+        ("warm_starts", "iotuner_follow_warm_starts",
+         "Remembered tunes reused for a returning workload, without a search"),
+    ):  # fmt: skip
+        total = CounterMetricFamily(name, help_text)
+        total.add_metric([], _number(follow.get(key)) or 0)
+        yield total

@@ -6,6 +6,12 @@ idle for config.idle_seconds, then runs `tune` with the config's bounds (budget,
 --idle-below, --io-cap, a plan in the state directory) and, when the config allows and the
 result is a gain under the never-worse rule (a confirmed gain whose interval's low end is above
 1, and a plan with entries), `apply` on that plan. Every step is a "retune" event with figures.
+
+Following the workload (docs/daemon.md, tuner/daemon/follow.py): `capture(devices, seconds,
+out)` runs `capture` as the one child and reports its fingerprint in a "follow" event;
+`start(..., capture=FILE)` re-tunes on that fingerprint's reproduction (`tune --capture FILE`)
+instead of a class's profile; `warm(...)` reuses a remembered result without a search: its plan
+is written where a tune's goes and applied (journaled, verified) as a tune's would be.
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from tuner.trials.fio import writes
 from tuner.trials.idle import BUSY
 
 PLAN_NAME = "retune-plan.yaml"
+CAPTURE_LIMIT_S = 60.0
+"""Beyond the capture's own seconds: the tracefs instance's setup and the child's start."""
 ADVISE_LIMIT_S = 300.0
 APPLY_LIMIT_S = 600.0
 _OUTSIDE_SEARCH = 12  # trials besides the search: 3 baseline, 3 rounds x 3 to confirm
@@ -54,6 +62,7 @@ class _Job:
     idle_seen: float = 0.0
     figures: dict[str, Any] = field(default_factory=dict)
     online: OnlineSection | None = None  # retune.online: tune the live workload, no idle wait
+    capture: Path | None = None  # tune on this fingerprint's reproduction, not a profile
 
 
 class Retune:
@@ -67,6 +76,7 @@ class Retune:
         self._job: _Job | None = None
         self._advise_next: str | None = None
         self._last: dict[str, Any] | None = None
+        self._captured: Path | None = None
 
     @property
     def state_dir(self) -> Path:
@@ -93,13 +103,16 @@ class Retune:
         devices: Sequence[str],
         idle_seconds: Callable[[float], float] | None = None,
         online: OnlineSection | None = None,
+        capture: Path | None = None,
     ) -> list[Event]:
         """Ask for a re-tune for `workload`; it starts once `poll` is told (or
         `idle_seconds(config.idle_util_percent)` says) that the devices have been idle for
         config.idle_seconds. Never two at once: while one waits, the newest workload replaces
         its own; while one runs, the request is refused with an event. With `online` (the
         config's retune.online), it starts at once as `tune --online` on online.device: the
-        live workload is what it measures, so there is no idle window to wait for."""
+        live workload is what it measures, so there is no idle window to wait for. With
+        `capture` (a fingerprint file), the trials run its reproduction (`tune --capture`):
+        `workload` then only names it in events."""
         job = self._job
         if job is not None and job.state == "running":
             message = f"re-tune for {job.workload} still running: {workload} not started"
@@ -107,15 +120,16 @@ class Retune:
         if job is not None and job.workload == workload:
             message = f"re-tune for {workload} already waiting for idle devices"
             return [event("retune", message, workload=workload, ok=False)]
-        refused = _refusal(workload, config, online)
+        refused = _refusal(workload, config, online, capture)
         if refused is not None:
             message = f"re-tune for {workload} not started: {refused}"
             return [event("retune", message, workload=workload, ok=False)]
         if job is not None:
-            previous, job.workload = job.workload, workload
+            previous, job.workload, job.capture = job.workload, workload, capture
             message = f"waiting re-tune now for {workload} (was {previous})"
             return [event("retune", message, workload=workload, state="waiting-idle")]
-        self._job = _Job(workload, config, tuple(devices), idle_seconds, online=online)
+        self._job = _Job(workload, config, tuple(devices), idle_seconds, online=online,
+                         capture=capture)  # fmt: skip
         if online is not None:
             return self._next(time.time(), None)
         watched = ", ".join(devices) or "the devices"
@@ -128,9 +142,83 @@ class Retune:
 
     # -- the loop's side -------------------------------------------------------------------
 
+    def capture(self, devices: Sequence[str], seconds: float, out: Path) -> list[Event]:
+        """Run `capture --device ... --seconds S --out OUT` as the one child; its end is a
+        "follow" event carrying `fingerprint` (the file) or `ok` False. Refused (an event)
+        while another child runs (a tune's trials would be captured too); a re-tune still
+        waiting for idle devices is dropped: it was for the workload that has just moved."""
+        if not self.free():
+            busy = self._child.step if self._child is not None else "a re-tune"
+            return [event("follow", f"capture skipped: {busy} in progress", ok=False)]
+        events: list[Event] = []
+        job, self._job = self._job, None
+        if job is not None:
+            self._last = {"state": "cancelled", "workload": job.workload}
+            message = f"re-tune for {job.workload} dropped: the workload moved again"
+            events.append(event("retune", message, workload=job.workload, state="cancelled"))
+        out.unlink(missing_ok=True)  # an earlier capture's
+        args = ["capture", *(a for d in devices for a in ("--device", d)),
+                "--seconds", f"{seconds:g}", "--out", str(out), "--json"]  # fmt: skip
+        failed = self._spawn("capture", "capture", args, seconds + CAPTURE_LIMIT_S)
+        if self._child is None:
+            return events + failed
+        self._captured = out
+        events.append(event("follow", f"capturing {', '.join(devices)} for {seconds:g} s",
+                            state="capturing", pid=self._child.proc.pid))  # fmt: skip
+        return events
+
+    def warm(
+        self,
+        workload: str,
+        config: RetuneSection,
+        devices: Sequence[str],
+        plan: str | None,
+        remembered: dict[str, Any],
+    ) -> list[Event]:
+        """Reuse a remembered tune for a returning workload: no search. Its plan (None: the
+        tune kept the settings in force) goes where a tune's plan goes and, when retune.apply
+        allows, through `apply` (journaled, verified, rolled back on regression); the events
+        say warm_start and carry the remembered figures with trials 0."""
+        if self._child is not None or self._job is not None:
+            return [event("retune", f"warm start for {workload} not made: a re-tune is under way",
+                          workload=workload, ok=False)]  # fmt: skip
+        job = _Job(workload, config, tuple(devices), None)
+        job.started = time.time()
+        job.figures = {"warm_start": True, "trials": 0, **remembered}
+        self._job = job
+        path = self.state_dir / PLAN_NAME
+        path.unlink(missing_ok=True)
+        line = (f"warm start for {workload}: the workload of {remembered.get('memory_id')} "
+                f"returned (distance {remembered.get('distance')}), no search")  # fmt: skip
+        if plan is None:
+            kept = f"{line}: its tune kept the settings in force"
+            return self._done(job, "finished", "retune", kept, why="keep")
+        from tuner.errors import BadInput
+        from tuner.outfile import write_file
+
+        try:
+            write_file(path, plan, mode=0o600, what="remembered plan", trusted=True)
+        except BadInput as err:
+            return self._done(job, "failed", "error", f"{line}: {err}")
+        job.figures["plan"] = str(path)
+        if not config.apply:
+            why = f"retune.apply is off: the remembered plan waits in {path}"
+            return self._done(job, "finished", "retune", f"{line}: not applied, {why}", why=why)
+        failed = self._spawn("apply", workload, ["apply", str(path), "--json"], APPLY_LIMIT_S)
+        if self._child is None:
+            return failed + self._done(job, "failed", "retune", f"{line}: apply failed")
+        job.state, job.step = "running", "apply"
+        return [event("retune", f"{line}: applying the remembered plan {path}",
+                      workload=workload, state="running", step="apply", applied=False,
+                      **job.figures)]  # fmt: skip
+
     def fileno(self) -> int | None:
         """The running child's stdout while it is open (readable: output, or its end)."""
         return None if self._child is None else self._child.fileno()
+
+    def free(self) -> bool:
+        """True when no child runs and no re-tune runs (one may wait): a capture may start."""
+        return self._child is None and (self._job is None or self._job.state == "waiting-idle")
 
     def busy(self) -> bool:
         """True while a tune or apply child runs: the devices' I/O is then iotuner's own."""
@@ -217,7 +305,8 @@ class Retune:
         plan = self.state_dir / PLAN_NAME
         plan.unlink(missing_ok=True)  # an earlier re-tune's
         assert cfg.target  # _refusal saw to it
-        args = ["tune", "--target", cfg.target, "--workload", job.workload,
+        chosen = ["--capture", str(job.capture)] if job.capture else ["--workload", job.workload]
+        args = ["tune", "--target", cfg.target, *chosen,
                 "--budget", str(cfg.budget), "--runtime", f"{cfg.runtime:g}",
                 "--time", f"{cfg.max_seconds:g}", "--idle-below", f"{cfg.idle_util_percent:g}",
                 "--io-cap", str(cfg.io_cap_mb), "--json", "--plan-out", str(plan)]  # fmt: skip
@@ -274,6 +363,8 @@ class Retune:
             return [event("advise", message, workload=child.workload, ok=False)]
         if child.step == "advise":
             return [advise_event(child.workload, code, child.out, said)]
+        if child.step == "capture":
+            return [self._capture_event(child, code, said)]
         job = self._job
         if job is None:
             return [event("error", f"{child.step} for {child.workload} ended, exit {code}")]
@@ -302,6 +393,15 @@ class Retune:
             return self._done(job, "finished", "retune", message, applied=True)
         return self._tuned(job, child)
 
+    def _capture_event(self, child: Child, code: int | None, said: str) -> Event:
+        """The "follow" event of a capture child that ended: its fingerprint file, or why not."""
+        out, self._captured = self._captured, None
+        if code == 0 and out is not None and out.exists():
+            return event("follow", f"captured: fingerprint in {out}", state="captured",
+                         fingerprint=str(out), ok=True)  # fmt: skip
+        why = child.stopping or said or "no message"
+        return event("follow", f"capture failed (exit {code}): {why}", state="failed", ok=False)
+
     def _tuned(self, job: _Job, child: Child) -> list[Event]:
         """A tune that ended well: its figures, the never-worse verdict, apply if allowed."""
         if job.online is not None:
@@ -314,6 +414,8 @@ class Retune:
         plan = self.state_dir / PLAN_NAME
         entries = plan_entries(plan)
         job.figures = {**figures, "plan": str(plan), "entries": entries}
+        if job.capture is not None:
+            job.figures["capture"] = str(job.capture)
         low, high = figures["ci"]
         line = (
             f"re-tune for {job.workload}: baseline {figures['baseline_mbps']:.1f} MB/s, best "
@@ -367,10 +469,21 @@ class Retune:
 
 
 def _refusal(
-    workload: str, config: RetuneSection, online: OnlineSection | None = None
+    workload: str,
+    config: RetuneSection,
+    online: OnlineSection | None = None,
+    capture: Path | None = None,
 ) -> str | None:
-    """Why a re-tune for `workload` cannot run with `config`, or None."""
+    """Why a re-tune for `workload` (or `capture`'s reproduction) cannot run, or None."""
     known = profiles()
+    if capture is not None:
+        if online is not None:
+            return None if online.device else "online.device is not set"
+        if not config.target:
+            return "retune.target is not set"
+        if _reproduction_writes(capture) and not Path(config.target).is_dir():
+            return f"its reproduction writes: retune.target {config.target} must be a directory"
+        return None
     if workload not in known:
         return f"the rule base has no {workload} profile to tune for"
     if online is not None:
@@ -380,3 +493,16 @@ def _refusal(
     if writes(known[workload]) and not Path(config.target).is_dir():
         return f"{workload} writes: retune.target {config.target} must be a directory"
     return None
+
+
+def _reproduction_writes(capture: Path) -> bool:
+    """Whether the fio job reproducing the fingerprint in `capture` writes (True when it
+    cannot be read: tune refuses it then with the reason)."""
+    from tuner.capture.fingerprint import load
+    from tuner.capture.reproduce import options
+    from tuner.errors import BadInput
+
+    try:
+        return writes(options(load(capture)))
+    except BadInput:
+        return True

@@ -22,7 +22,8 @@ from typing import Any
 
 from tuner.daemon.config import ConfigError, DaemonConfig, OnlineSection, load_config
 from tuner.daemon.control import ControlServer
-from tuner.daemon.events import Event, EventLog
+from tuner.daemon.events import Event, EventLog, event
+from tuner.daemon.follow import Follow
 from tuner.daemon.hotplug import HotplugMonitor
 from tuner.daemon.metrics import Metrics
 from tuner.daemon.notify import Notifier
@@ -64,6 +65,7 @@ class Daemon:
         self._reload = False
         self._hotplug: HotplugMonitor | None = None
         self._watch: WorkloadWatch | None = None
+        self._follow: Follow | None = None
         self._control: ControlServer | None = None
         self._serving: tuple[str, int] | None = None
         self._timers: dict[str, _Timer] = {}
@@ -244,21 +246,93 @@ class Daemon:
         if watch is None:
             return []
         # A re-tune's trials are iotuner's own I/O: evidence for no workload class.
-        found = watch.sample(now, own_io=self.retune.busy())
+        own_io = self.retune.busy()
+        found = watch.sample(now, own_io=own_io)
         events = list(found)
+        follow = self._following(watch)
         for changed in found:
             workload = changed.data.get("workload")
-            if changed.kind == "workload" and workload and workload != "idle":
+            # Following the workload, captures take the place of the class's advise and
+            # re-tune: the one child a capture needs is not held by an advise.
+            if changed.kind == "workload" and workload and workload != "idle" and follow is None:
                 events += self.retune.advise(str(workload))
                 if self.config.retune.enabled:
                     events += self.retune.start(str(workload), self.config.retune,
                                                 watch.devices, watch.idle_seconds,
                                                 online=self._online())  # fmt: skip
-        events += self.retune.poll(now, watch.idle_seconds(self.config.retune.idle_util_percent))
+        if follow is not None and watch.activity:
+            why = follow.sample(watch.activity, own_io)
+            if why is not None and self.retune.free():
+                events.append(event("follow", f"capture due: {why}", state="due"))
+                started = self.retune.capture(watch.devices, self.config.follow.capture_seconds,
+                                              follow.capture_path)  # fmt: skip
+                if any(e.data.get("state") == "capturing" for e in started):
+                    follow.capture_started()
+                events += started
+        polled = self.retune.poll(now, watch.idle_seconds(self.config.retune.idle_util_percent))
+        events += polled + self._follow_up(polled)
         self._sync_retune_fd()
         if any(e.kind == "retune" and e.data.get("applied") for e in events):
             self._reload_plan(now, cause="re-tune applied")
         return events
+
+    def _following(self, watch: WorkloadWatch) -> Follow | None:
+        """The follower of `watch`'s devices when follow.enabled."""
+        if not self.config.follow.enabled:
+            self._follow = None
+            return None
+        # Kept across plan reloads (an apply of its own result is one): what is in force, the
+        # fingerprint a running re-tune was asked for and the counters' reference stay.
+        follow, cfg = self._follow, self.config.workload
+        if (
+            follow is None
+            or follow.devices != watch.devices
+            or follow.config != self.config.follow
+            or follow.sample_interval != cfg.sample_interval
+            or follow.window != cfg.window
+        ):
+            self._follow = Follow(self.config.follow, cfg.sample_interval, cfg.window,
+                                  watch.devices, self.retune.state_dir, self.root)  # fmt: skip
+        return self._follow
+
+    def _follow_up(self, events: list[Event]) -> list[Event]:
+        """What the follower does with the re-tune's events: a capture's fingerprint becomes
+        a warm start or a re-tune on its reproduction; a finished re-tune is remembered."""
+        follow, watch = self._follow, self._watch
+        if follow is None or watch is None:
+            return []
+        out: list[Event] = []
+        for done in events:
+            ended = done.data.get("state") not in ("running", "waiting-idle")
+            if done.kind == "retune" and "capture" in done.data and ended:
+                out += follow.tuned(done)
+            if not (done.kind == "follow" and done.data.get("state") == "captured"):
+                continue
+            decision, said = follow.captured(Path(str(done.data["fingerprint"])))
+            out += said
+            if decision is None:
+                continue
+            name = f"captured {watch.current or 'workload'}"
+            if decision.unchanged:
+                still = f"the workload in force still (distance {decision.distance}): no change"
+                out.append(event("follow", still, state="unchanged"))
+            elif decision.record is not None:
+                out += self.retune.warm(name, self.config.retune, watch.devices,
+                                        decision.record.plan, follow.warm(decision))  # fmt: skip
+            elif self.config.retune.enabled:
+                near = "" if decision.distance is None else f", nearest at {decision.distance:g}"
+                out.append(event("follow", f"a new workload{near}: re-tune on its reproduction",
+                                 state="new", distance=decision.distance))  # fmt: skip
+                out += self.retune.start(name, self.config.retune, watch.devices,
+                                         watch.idle_seconds, online=self._online(),
+                                         capture=follow.capture_path)  # fmt: skip
+            else:
+                near = "" if decision.distance is None else f" (nearest {decision.distance:g})"
+                out.append(event("follow", f"a new workload{near}: retune.enabled is off, "
+                                 "nothing tuned", state="new"))  # fmt: skip
+        if any(e.kind == "retune" and e.data.get("applied") for e in out):
+            self._reload_plan(time.time(), cause="re-tune applied")
+        return out
 
     def _online(self) -> OnlineSection | None:
         """The [online] bounds when retune.online is on: re-tunes then run on the live
@@ -286,7 +360,8 @@ class Daemon:
 
     def _on_retune_output(self) -> None:
         idle = self._watch.idle_seconds(self.config.retune.idle_util_percent) if self._watch else 0
-        self._record(self.retune.poll(time.time(), idle))
+        polled = self.retune.poll(time.time(), idle)
+        self._record(polled + self._follow_up(polled))
         self._sync_retune_fd()
 
     def _record(self, events: list[Event]) -> None:
@@ -339,6 +414,7 @@ class Daemon:
             "held": self.holder.state(),
             "workload": None if watch is None else watch.state(),
             "retune": self.retune.state(),
+            "follow": None if self._follow is None else self._follow.state(),
             "events": [e.as_json() for e in self.events.recent(events)],
             "counts": dict(self.events.counts),
         }
