@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.capture.samples import FIXTURES
+from tests.cli import iotuner
 from tuner.capture.events import SECTOR
 from tuner.capture.iolog import (
     ALIGN,
@@ -21,6 +22,7 @@ from tuner.capture.iolog import (
     replay_options,
 )
 from tuner.errors import BadInput
+from tuner.trials.jobcheck import load_job
 
 TARGET = "/dev/loop99"
 REGION = 64 << 20
@@ -146,3 +148,31 @@ def test_a_link_or_a_shared_run_directory_is_refused(tmp_path: Path) -> None:
     os.chmod(run.path, 0o777)
     with pytest.raises(BadInput, match="not a private directory"):
         check_replay({"read_iolog": str(path)}, run)
+
+
+@pytest.mark.parametrize(
+    "option",
+    ["read_iolog=/var/tmp/iotuner-replay-x/replay.iolog", "write_iolog=/etc/fstab",
+     "replay_redirect=/dev/sda", "replay_time_scale=50"],
+)  # fmt: skip
+def test_a_users_job_may_name_no_iolog_or_replay_option(tmp_path: Path, option: str) -> None:
+    """read_iolog is iotuner's own (check_replay), never a --fio-job's, even one naming a
+    path shaped like iotuner's run directory; a write_iolog would overwrite the file."""
+    job = tmp_path / "user.fio"
+    job.write_text(f"[global]\n{option}\n[j]\nrw=read\n")
+    with pytest.raises(BadInput, match=f"option {option.split('=')[0]} is not allowed"):
+        load_job(job)
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (("capture", "--replay-trace", "t", "--check", "j", "--device", "sda"), "one at a time"),
+        (("capture", "--device", "sda", "--speed", "2"), "--speed goes with --replay-trace"),
+        (("capture", "--replay-trace", "t", "--device", "a", "--device", "b"), "one --device"),
+    ],
+)
+def test_replay_arguments_are_refused_in_one_line(args: tuple[str, ...], why: str) -> None:
+    done = iotuner(*args)
+    assert done.returncode == 2
+    assert why in done.stderr and len(done.stderr.strip().splitlines()) == 1

@@ -50,6 +50,13 @@ def capture(
         bool,
         typer.Option("--destroy-data", help="With --check: the job may write to the device."),
     ] = False,
+    replay_trace: Annotated[
+        Path | None,
+        typer.Option(help="Replay this trace (--trace) on the one --device while capturing it."),
+    ] = None,
+    speed: Annotated[
+        float, typer.Option(help="With --replay-trace: replay this many times as fast.")
+    ] = 1.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Record what block devices are asked (kernel tracepoints, a tracefs instance of its
@@ -74,8 +81,15 @@ def capture(
         raise BadInput("--region goes with --reproduce")
     if not device:
         raise BadInput("name a device to capture: --device /dev/sdb (repeat it for more)")
+    if replay_trace is not None:
+        if check is not None:
+            raise BadInput("--check JOB and --replay-trace TRACE: one at a time")
+        _replay(replay_trace, device, speed, out, trace, against, destroy_data, as_json)
+        return
+    if speed != 1.0:
+        raise BadInput("--speed goes with --replay-trace")
     if check is None and (against is not None or destroy_data):
-        raise BadInput("--against and --destroy-data go with --check JOB")
+        raise BadInput("--against and --destroy-data go with --check JOB or --replay-trace")
     if check is not None:
         _check(check, device, seconds, out, trace, against, destroy_data, as_json)
         return
@@ -169,6 +183,39 @@ def _check(
             job.options, target, seconds, region_bytes=region, writes=job.writes, trace=f
         ),
     )
+    _report(found, original, out, as_json)
+
+
+def _replay(
+    trace_path: Path,
+    device: list[str],
+    speed: float,
+    out: Path | None,
+    trace: Path | None,
+    against: Path | None,
+    destroy_data: bool,
+    as_json: bool,
+) -> None:
+    from tuner.capture.fingerprint import load
+    from tuner.capture.replay import replay_captured
+    from tuner.capture.session import device as resolve
+    from tuner.trials.targets import TrialTarget
+
+    if len(device) != 1:
+        raise BadInput("--replay-trace replays onto one --device")
+    if trace is not None and trace.resolve() == trace_path.resolve():
+        raise BadInput("--trace would overwrite the --replay-trace it replays: name another")
+    original = load(against) if against is not None else None
+    dev = resolve(device[0])
+    target = TrialTarget.device(f"/dev/{dev.name}", destroy_data=destroy_data)
+    found, _ = _with_trace(
+        trace,
+        lambda f: replay_captured(trace_path, target, speed=speed, may_write=destroy_data, trace=f),
+    )
+    _report(found, original, out, as_json)
+
+
+def _report(found: Any, original: Any, out: Path | None, as_json: bool) -> None:
     if out is not None:
         _write(found.to_json(), out)
     if original is None:
