@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -49,6 +50,11 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, check=False)  # fmt: skip
 
 
+def _requests(path: Path) -> int:
+    devices = json.loads(path.read_text())["devices"]
+    return int(max(devices, key=lambda d: d["bytes"])["requests"])
+
+
 def workload(device: str, seconds: float) -> list[str]:
     """The two-group fio command on `device`."""
     return ["fio", "--output=/dev/null", f"--filename={device}", "--time_based",
@@ -64,6 +70,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--keep", type=Path, help="Keep the traces and fingerprints here.")
     args = parser.parse_args()
     os.environ.setdefault("IOTUNER_STATE_DIR", "/tmp/iotuner-bench-replay-state")
     Path(os.environ["IOTUNER_STATE_DIR"]).mkdir(mode=0o700, exist_ok=True)
@@ -85,12 +92,18 @@ def main() -> None:
                 raise SystemExit(done.stderr)
             for speed in ("1", "2"):
                 began = time.monotonic()
+                again = Path(tmp, f"replay-{speed}.json")
                 check = _cli("capture", "--replay-trace", str(trace), "--device", device,
                              "--against", str(original), "--destroy-data", "--speed", speed,
+                             "--out", str(again), "--trace", str(again.with_suffix(".trace")),
                              "--json")  # fmt: skip
                 if check.returncode != 0:
                     raise SystemExit(check.stderr)
-                results[speed] = {**json.loads(check.stdout), "wall_s": time.monotonic() - began}
+                results[speed] = {**json.loads(check.stdout), "wall_s": time.monotonic() - began,
+                                  "requests": _requests(again)}  # fmt: skip
+            results["original"] = {"requests": _requests(original)}
+            if args.keep is not None:
+                shutil.copytree(tmp, args.keep, dirs_exist_ok=True)
     finally:
         for _ in range(5):
             try:
@@ -101,7 +114,7 @@ def main() -> None:
                 time.sleep(2)
     load = os.getloadavg()
     print(f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} (a shared machine)")
-    rows = {speed: {r["name"]: r for r in doc["rows"]} for speed, doc in results.items()}
+    rows = {speed: {r["name"]: r for r in results[speed]["rows"]} for speed in ("1", "2")}
     print(f"{'statistic':28} {'original':>10} {'speed 1':>10} {'diff':>7} {'speed 2':>10} "
           f"{'diff':>7}")  # fmt: skip
     for name in SHOWN:
@@ -116,8 +129,11 @@ def main() -> None:
         print(f"{name:28} {num(a['original']):>10} {num(a['reproduction']):>10} "
               f"{diff(a['difference']):>7} {num(b['reproduction']):>10} "
               f"{diff(b['difference']):>7}")  # fmt: skip
-    for speed, doc in results.items():
-        print(f"speed {speed}: fidelity {doc['fidelity']:.1%}, replay wall {doc['wall_s']:.1f} s")
+    print(f"original: {results['original']['requests']} requests")
+    for speed in ("1", "2"):
+        doc = results[speed]
+        print(f"speed {speed}: fidelity {doc['fidelity']:.1%}, {doc['requests']} requests, "
+              f"replay wall {doc['wall_s']:.1f} s")  # fmt: skip
     if args.out:
         args.out.write_text(json.dumps({"results": results, "load": load}, indent=1))
 
