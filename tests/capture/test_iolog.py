@@ -174,6 +174,7 @@ def test_a_users_job_may_name_no_iolog_or_replay_option(tmp_path: Path, option: 
         (("capture", "--replay-trace", "t", "--check", "j", "--device", "sda"), "one at a time"),
         (("capture", "--device", "sda", "--speed", "2"), "--speed goes with --replay-trace"),
         (("capture", "--replay-trace", "t", "--device", "a", "--device", "b"), "one --device"),
+        (("capture", "--replay-trace", "t", "--device", "a", "--region", "lots"), "a size"),
     ],
 )
 def test_replay_arguments_are_refused_in_one_line(args: tuple[str, ...], why: str) -> None:

@@ -36,7 +36,9 @@ def capture(
     ] = None,
     region: Annotated[
         str | None,
-        typer.Option(help="With --reproduce: the region the job may use (size=), e.g. 1GiB."),
+        typer.Option(
+            help="With --reproduce or --replay-trace: the region the job may use, e.g. 1GiB."
+        ),
     ] = None,
     check: Annotated[
         Path | None,
@@ -78,13 +80,14 @@ def capture(
         _reproduce(reproduce, out, region)
         return
     if region is not None:
-        raise BadInput("--region goes with --reproduce")
+        raise BadInput("--region goes with --reproduce or --replay-trace")
     if not device:
         raise BadInput("name a device to capture: --device /dev/sdb (repeat it for more)")
     if replay_trace is not None:
         if check is not None:
             raise BadInput("--check JOB and --replay-trace TRACE: one at a time")
-        _replay(replay_trace, device, speed, out, trace, against, destroy_data, as_json)
+        _replay(replay_trace, device, speed, _region(region), out, trace, against,
+                destroy_data, as_json)  # fmt: skip
         return
     if speed != 1.0:
         raise BadInput("--speed goes with --replay-trace")
@@ -133,14 +136,18 @@ def _write(text: str, out: Path | None) -> None:
 def _reproduce(path: Path, out: Path | None, region: str | None) -> None:
     from tuner.capture.fingerprint import load
     from tuner.capture.reproduce import job_text
+
+    found = load(path)
+    _write(job_text(found, _region(region), title=_printable(path.name)), out)
+
+
+def _region(region: str | None) -> int | None:
     from tuner.units import parse_size
 
     try:
-        region_bytes = None if region is None else parse_size(region)
+        return None if region is None else parse_size(region)
     except ValueError:
         raise BadInput(f"--region {str(region)[:40]!r}: expected a size (1GiB, 512M)") from None
-    found = load(path)
-    _write(job_text(found, region_bytes, title=_printable(path.name)), out)
 
 
 def _printable(text: str) -> str:
@@ -190,6 +197,7 @@ def _replay(
     trace_path: Path,
     device: list[str],
     speed: float,
+    region_bytes: int | None,
     out: Path | None,
     trace: Path | None,
     against: Path | None,
@@ -210,7 +218,14 @@ def _replay(
     target = TrialTarget.device(f"/dev/{dev.name}", destroy_data=destroy_data)
     found, _ = _with_trace(
         trace,
-        lambda f: replay_captured(trace_path, target, speed=speed, may_write=destroy_data, trace=f),
+        lambda f: replay_captured(
+            trace_path,
+            target,
+            speed=speed,
+            region_bytes=region_bytes,
+            may_write=destroy_data,
+            trace=f,
+        ),
     )
     _report(found, original, out, as_json)
 
