@@ -75,11 +75,11 @@ def capture(
         if path is not None:
             check_output_path(path, option)
     if reproduce is not None:
-        if device or check or against or trace:
+        if device or check or against or trace or replay_trace:
             raise BadInput("--reproduce takes only --out and --region")
         _reproduce(reproduce, out, region)
         return
-    if region is not None:
+    if region is not None and replay_trace is None:
         raise BadInput("--region goes with --reproduce or --replay-trace")
     if not device:
         raise BadInput("name a device to capture: --device /dev/sdb (repeat it for more)")
