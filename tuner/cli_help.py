@@ -64,6 +64,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "iotuner capture --reproduce db.fingerprint.json --out db.fio",
         "iotuner capture --check db.fio --device /dev/sdc --against db.fingerprint.json",
         "iotuner tune --capture db.fingerprint.json --target /data",
+        "iotuner capture --replay-trace db.trace --device /dev/sdc --against db.fingerprint.json"
+        " --destroy-data",
     ),
     "bottleneck": ("iotuner bottleneck", "iotuner bottleneck --json"),
     "report": (

@@ -28,10 +28,23 @@ def run_captured(
 ) -> Fingerprint:
     """Run the job `options` on `target` for `seconds` (fio started once the capture records)
     and return the capture of the target's devices, which ends when fio does."""
-    devices = [device(f"/dev/{name}") for name in target.devices]
     region = target.size_bytes if region_bytes is None else min(region_bytes, target.size_bytes)
     text = job_text(dict(options), runtime_s=seconds, ramp_s=0.0, filename=target.path,
                     region_bytes=region, title="capture check")  # fmt: skip
+    return run_text_captured(text, target, seconds, writes=writes, trace=trace)
+
+
+def run_text_captured(
+    text: str,
+    target: TrialTarget,
+    seconds: float,
+    *,
+    writes: bool = False,
+    trace: BinaryIO | None = None,
+) -> Fingerprint:
+    """Run the job file `text` (iotuner's own: a trial's or a replay's) on `target`'s
+    devices while they are captured; the capture ends when fio does."""
+    devices = [device(f"/dev/{name}") for name in target.devices]
     failure: list[BaseException] = []
     done = threading.Event()
 

@@ -36,7 +36,9 @@ def capture(
     ] = None,
     region: Annotated[
         str | None,
-        typer.Option(help="With --reproduce: the region the job may use (size=), e.g. 1GiB."),
+        typer.Option(
+            help="With --reproduce or --replay-trace: the region the job may use, e.g. 1GiB."
+        ),
     ] = None,
     check: Annotated[
         Path | None,
@@ -50,6 +52,13 @@ def capture(
         bool,
         typer.Option("--destroy-data", help="With --check: the job may write to the device."),
     ] = False,
+    replay_trace: Annotated[
+        Path | None,
+        typer.Option(help="Replay this trace (--trace) on the one --device while capturing it."),
+    ] = None,
+    speed: Annotated[
+        float, typer.Option(help="With --replay-trace: replay this many times as fast.")
+    ] = 1.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Record what block devices are asked (kernel tracepoints, a tracefs instance of its
@@ -66,16 +75,24 @@ def capture(
         if path is not None:
             check_output_path(path, option)
     if reproduce is not None:
-        if device or check or against or trace:
+        if device or check or against or trace or replay_trace:
             raise BadInput("--reproduce takes only --out and --region")
         _reproduce(reproduce, out, region)
         return
-    if region is not None:
-        raise BadInput("--region goes with --reproduce")
+    if region is not None and replay_trace is None:
+        raise BadInput("--region goes with --reproduce or --replay-trace")
     if not device:
         raise BadInput("name a device to capture: --device /dev/sdb (repeat it for more)")
+    if replay_trace is not None:
+        if check is not None:
+            raise BadInput("--check JOB and --replay-trace TRACE: one at a time")
+        _replay(replay_trace, device, speed, _region(region), out, trace, against,
+                destroy_data, as_json)  # fmt: skip
+        return
+    if speed != 1.0:
+        raise BadInput("--speed goes with --replay-trace")
     if check is None and (against is not None or destroy_data):
-        raise BadInput("--against and --destroy-data go with --check JOB")
+        raise BadInput("--against and --destroy-data go with --check JOB or --replay-trace")
     if check is not None:
         _check(check, device, seconds, out, trace, against, destroy_data, as_json)
         return
@@ -119,14 +136,18 @@ def _write(text: str, out: Path | None) -> None:
 def _reproduce(path: Path, out: Path | None, region: str | None) -> None:
     from tuner.capture.fingerprint import load
     from tuner.capture.reproduce import job_text
+
+    found = load(path)
+    _write(job_text(found, _region(region), title=_printable(path.name)), out)
+
+
+def _region(region: str | None) -> int | None:
     from tuner.units import parse_size
 
     try:
-        region_bytes = None if region is None else parse_size(region)
+        return None if region is None else parse_size(region)
     except ValueError:
         raise BadInput(f"--region {str(region)[:40]!r}: expected a size (1GiB, 512M)") from None
-    found = load(path)
-    _write(job_text(found, region_bytes, title=_printable(path.name)), out)
 
 
 def _printable(text: str) -> str:
@@ -169,6 +190,47 @@ def _check(
             job.options, target, seconds, region_bytes=region, writes=job.writes, trace=f
         ),
     )
+    _report(found, original, out, as_json)
+
+
+def _replay(
+    trace_path: Path,
+    device: list[str],
+    speed: float,
+    region_bytes: int | None,
+    out: Path | None,
+    trace: Path | None,
+    against: Path | None,
+    destroy_data: bool,
+    as_json: bool,
+) -> None:
+    from tuner.capture.fingerprint import load
+    from tuner.capture.replay import replay_captured
+    from tuner.capture.session import device as resolve
+    from tuner.trials.targets import TrialTarget
+
+    if len(device) != 1:
+        raise BadInput("--replay-trace replays onto one --device")
+    if trace is not None and trace.resolve() == trace_path.resolve():
+        raise BadInput("--trace would overwrite the --replay-trace it replays: name another")
+    original = load(against) if against is not None else None
+    dev = resolve(device[0])
+    target = TrialTarget.device(f"/dev/{dev.name}", destroy_data=destroy_data)
+    found, _ = _with_trace(
+        trace,
+        lambda f: replay_captured(
+            trace_path,
+            target,
+            speed=speed,
+            region_bytes=region_bytes,
+            may_write=destroy_data,
+            trace=f,
+        ),
+    )
+    _report(found, original, out, as_json)
+
+
+def _report(found: Any, original: Any, out: Path | None, as_json: bool) -> None:
     if out is not None:
         _write(found.to_json(), out)
     if original is None:
