@@ -374,6 +374,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="a pgbench run's length (a backup reads its files once)")  # fmt: skip
     parser.add_argument("--tune-time", type=float, default=240.0, help="the tune's --time")
     parser.add_argument("--out", type=Path, help="every figure and each tune's --json")
+    parser.add_argument("--keep", type=Path, help="keep the fingerprints and plans here")
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
         sys.exit("benchmarks.capture_tune: needs root (the lab, apply, drop_caches)")
@@ -387,7 +388,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     Path(os.environ["IOTUNER_STATE_DIR"]).mkdir(mode=0o700, exist_ok=True)
     iotuner("rollback")  # a run killed inside an apply left its settings journaled
     results: list[AppResult] = []
-    with tempfile.TemporaryDirectory(prefix="iotuner-capture-tune-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="iotuner-capture-tune-") as scratch:
+        tmp = scratch if args.keep is None else str(args.keep)
+        Path(tmp).mkdir(mode=0o700, exist_ok=True)
         for row in (r for r in ROWS if r.name in wanted):
             log(f"\n== {row.name} (load {' '.join(map(str, _load()))})")
             try:
