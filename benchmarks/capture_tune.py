@@ -2,6 +2,8 @@
 
     python -m benchmarks.capture_tune [--rows pgbench-select-hdd,backup-hdd] [--rounds 3]
                                       [--app-seconds 20] [--tune-time 240] [--out FILE]
+                                      [--keep DIR]
+    python -m benchmarks.capture_tune --explain-backup [--rounds 3]
 
 As root, one row at a time, each on its own lab (the `hdd` or `ssd` spec's modelled device
 with xfs on it, nbdkit), in $IOTUNER_STATE_DIR (/tmp/iotuner-bench-capture-tune-state when
@@ -22,6 +24,10 @@ unset):
    so its shared buffers start cold too);
 5. per row: the three means, plan / defaults (issue 32: at least 0.98), the tune's claim
    against the application's measured gain (within 15 %), plan / TuneD (at least 1.0).
+
+`--explain-backup` runs no tune: why the backup's claim and its measured gain differ (the
+backup against its reproduction, with and without the reproduction's faults, at both
+readaheads; explain_backup).
 
 The machine may be shared: the load average is printed at each row's start and end. The lab
 and postgres are taken down after each row, also on a failure or Ctrl-C; a run killed inside
@@ -234,7 +240,9 @@ def backup_run(files: Sequence[Path]) -> float:
     the files' data), bytes over the time until the last one finished."""
     drop_caches()
     began = time.monotonic()
-    procs = [subprocess.Popen(["sh", "-c", 'tar -cf - "$1" | cat > /dev/null', "sh", str(f)],
+    # pipefail: a tar that failed fails the run, not only a cat that did.
+    reader = 'tar -cf - "$1" | cat > /dev/null'
+    procs = [subprocess.Popen(["bash", "-o", "pipefail", "-c", reader, "sh", str(f)],
                               stderr=subprocess.DEVNULL) for f in files]  # fmt: skip
     for p in procs:
         if p.wait(timeout=900) != 0:
