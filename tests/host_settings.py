@@ -1,0 +1,93 @@
+"""The host's own settings that lab tests change and must put back: a session that ends with
+one changed fails, naming it and the lab test it changed during, so no later run measures on a
+host it did not expect without being told.
+
+vm.dirty_ratio was once found at 40 (TuneD's value, set by tests/benchmarks/test_claims.py's
+killed run) with nothing journaled: the test's rollback ran only when its first checks passed,
+and its journal lived in a tmp directory a later pytest run deletes. Every writeback threshold
+and every network setting of the initial namespace a lab or plan can write is watched (the
+namespaced net.ipv4 ones here are the host's own, as the pytest process sees them); reading
+them is 14 small files, cheap enough after every lab test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+KEYS = (
+    "vm.dirty_ratio", "vm.dirty_background_ratio", "vm.dirty_bytes", "vm.dirty_background_bytes",
+    "vm.dirty_expire_centisecs", "vm.dirty_writeback_centisecs",
+    "net.core.rmem_max", "net.core.wmem_max", "net.core.rmem_default", "net.core.wmem_default",
+    "net.core.default_qdisc",
+    "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_congestion_control",
+)  # fmt: skip
+
+
+def _path(root: Path, key: str) -> Path:
+    return root.joinpath("proc/sys", *key.split("."))
+
+
+def read_settings(root: Path = Path("/")) -> dict[str, str]:
+    """Each watched key's value under `root` (whitespace collapsed, as sysctl prints it); a key
+    this kernel lacks is left out."""
+    found: dict[str, str] = {}
+    for key in KEYS:
+        try:
+            found[key] = " ".join(_path(root, key).read_text().split())
+        except FileNotFoundError:
+            continue
+    return found
+
+
+def moved(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """'key before -> after' for each key whose value differs."""
+    return [
+        f"{key} {before[key]} -> {after.get(key)}"
+        for key in before
+        if after.get(key) != before[key]
+    ]
+
+
+class Watch:
+    """The settings as the session found them, and which lab test each change showed after."""
+
+    def __init__(self) -> None:
+        self.start = read_settings()
+        self.last = self.start
+        self.seen: list[str] = []
+
+    def after(self, nodeid: str) -> None:
+        """Read the settings after a lab test; note what moved during it."""
+        now = read_settings()
+        if now != self.last:
+            self.seen.append(f"after {nodeid}: {'; '.join(moved(self.last, now))}")
+        self.last = now
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _host_settings_watch() -> Iterator[Watch]:
+    """The whole session ends with the host's settings as it began, or fails naming what
+    moved and the lab test it moved during. Nothing is written back: on a machine shared with
+    another run (a benchmark's trial holds vm.dirty_bytes while it measures) a blind write
+    would undo that run's setting; the test that changed a value puts it back itself (its
+    finalizer), and this says which test did not."""
+    watch = Watch()
+    yield watch
+    left = moved(watch.start, read_settings())
+    if left:
+        where = "\n  ".join(watch.seen) or "outside any lab test"
+        pytest.fail(f"the session left the host's settings changed: {'; '.join(left)}\n  {where}")
+
+
+@pytest.fixture(autouse=True)
+def _host_settings_after_lab_test(
+    request: pytest.FixtureRequest, _host_settings_watch: Watch
+) -> Iterator[None]:
+    """After each lab test (its own finalizers have run: this fixture is torn down last), the
+    settings read again, so the session's check can name the test a change came from."""
+    yield
+    if request.node.get_closest_marker("lab") is not None:
+        _host_settings_watch.after(request.node.nodeid)
