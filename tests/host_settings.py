@@ -58,9 +58,11 @@ class Watch:
         self.start = read_settings()
         self.last = self.start
         self.seen: list[str] = []
+        self.lab_tests = 0
 
     def after(self, nodeid: str) -> None:
         """Read the settings after a lab test; note what moved during it."""
+        self.lab_tests += 1
         now = read_settings()
         if now != self.last:
             self.seen.append(f"after {nodeid}: {'; '.join(moved(self.last, now))}")
@@ -69,15 +71,16 @@ class Watch:
 
 @pytest.fixture(scope="session", autouse=True)
 def _host_settings_watch() -> Iterator[Watch]:
-    """The whole session ends with the host's settings as it began, or fails naming what
-    moved and the lab test it moved during. Nothing is written back: on a machine shared with
-    another run (a benchmark's trial holds vm.dirty_bytes while it measures) a blind write
-    would undo that run's setting; the test that changed a value puts it back itself (its
-    finalizer), and this says which test did not."""
+    """A session that ran a lab test ends with the host's settings as it began, or fails
+    naming what moved and the lab test it moved during (a test without a lab writes only
+    fixture trees: its session is not held to what another run on the machine did). Nothing
+    is written back: on a machine shared with another run (a benchmark's trial holds
+    vm.dirty_bytes while it measures) a blind write would undo that run's setting; the test
+    that changed a value puts it back itself (its finalizer), and this says which did not."""
     watch = Watch()
     yield watch
     left = moved(watch.start, read_settings())
-    if left:
+    if left and watch.lab_tests:
         where = "\n  ".join(watch.seen) or "outside any lab test"
         pytest.fail(f"the session left the host's settings changed: {'; '.join(left)}\n  {where}")
 
