@@ -189,6 +189,11 @@ def fleet_lab(state: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str
         lab_down()
 
 
+# Its own lab devices (the kernel's next free loop numbers), configuration roots, state
+# directories and journals, as the rollout test below; the canary's idle gate watches its own
+# devices. The plan it holds rests on physics (16 KiB buffered reads at the default readahead
+# on a 200-IOPS disk), not on a tolerance.
+@pytest.mark.lab_parallel
 @pytest.mark.end_to_end
 def test_canary_tunes_once_and_the_group_gets_its_plan(
     ansible: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
