@@ -58,11 +58,11 @@ class Watch:
         self.start = read_settings()
         self.last = self.start
         self.seen: list[str] = []
-        self.lab_tests = 0
+        self.serial_lab_tests = 0
 
-    def after(self, nodeid: str) -> None:
+    def after(self, nodeid: str, serial: bool) -> None:
         """Read the settings after a lab test; note what moved during it."""
-        self.lab_tests += 1
+        self.serial_lab_tests += serial
         now = read_settings()
         if now != self.last:
             self.seen.append(f"after {nodeid}: {'; '.join(moved(self.last, now))}")
@@ -71,16 +71,17 @@ class Watch:
 
 @pytest.fixture(scope="session", autouse=True)
 def _host_settings_watch() -> Iterator[Watch]:
-    """A session that ran a lab test ends with the host's settings as it began, or fails
-    naming what moved and the lab test it moved during (a test without a lab writes only
-    fixture trees: its session is not held to what another run on the machine did). Nothing
+    """A session that ran a serial lab test (lab, not lab_parallel: the ones that may change
+    the host's settings) ends with them as it began, or fails naming what moved and the lab
+    test it moved during. Other sessions are not held to what another run on the machine did
+    meanwhile: their tests write fixture trees or namespaces of their own only. Nothing
     is written back: on a machine shared with another run (a benchmark's trial holds
     vm.dirty_bytes while it measures) a blind write would undo that run's setting; the test
     that changed a value puts it back itself (its finalizer), and this says which did not."""
     watch = Watch()
     yield watch
     left = moved(watch.start, read_settings())
-    if left and watch.lab_tests:
+    if left and watch.serial_lab_tests:
         where = "\n  ".join(watch.seen) or "outside any lab test"
         pytest.fail(f"the session left the host's settings changed: {'; '.join(left)}\n  {where}")
 
@@ -93,4 +94,5 @@ def _host_settings_after_lab_test(
     settings read again, so the session's check can name the test a change came from."""
     yield
     if request.node.get_closest_marker("lab") is not None:
-        _host_settings_watch.after(request.node.nodeid)
+        serial = request.node.get_closest_marker("lab_parallel") is None
+        _host_settings_watch.after(request.node.nodeid, serial)
