@@ -127,6 +127,9 @@ def test_a_server_never_stopped_ends_by_itself(ansible: None, tmp_path: Path) ->
 def test_the_fleet_tunes_its_canary_against_the_peer_it_serves(
     ansible: None, tmp_path: Path, state: Path
 ) -> None:
+    """fleet.yml end to end against a served peer: 48-72 s on the parallel phase's workers at
+    load average 8-18 (2026-11-28), most of it ansible-playbook's own start and tasks around
+    a tune that stops after its first point (--time 1)."""
     lab = lab_up(load_spec(str(short_path_spec(tmp_path))))
     try:
         fleet_tune(tmp_path, lab.network)
