@@ -12,6 +12,7 @@ them is 14 small files, cheap enough after every lab test.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +25,11 @@ KEYS = (
     "net.core.default_qdisc",
     "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_congestion_control",
 )  # fmt: skip
+
+
+ROOT_VARIABLE = "IOTUNER_TEST_HOST_ROOT"
+"""Where the watch reads /proc/sys from: "/" unless tests/test_host_settings.py points a nested
+session at a fixture tree, to see the check fail a session."""
 
 
 def _path(root: Path, key: str) -> Path:
@@ -54,8 +60,9 @@ def moved(before: dict[str, str], after: dict[str, str]) -> list[str]:
 class Watch:
     """The settings as the session found them, and which lab test each change showed after."""
 
-    def __init__(self) -> None:
-        self.start = read_settings()
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.start = read_settings(root)
         self.last = self.start
         self.seen: list[str] = []
         self.serial_lab_tests = 0
@@ -63,7 +70,7 @@ class Watch:
     def after(self, nodeid: str, serial: bool) -> None:
         """Read the settings after a lab test; note what moved during it."""
         self.serial_lab_tests += serial
-        now = read_settings()
+        now = read_settings(self.root)
         if now != self.last:
             self.seen.append(f"after {nodeid}: {'; '.join(moved(self.last, now))}")
         self.last = now
@@ -78,9 +85,9 @@ def _host_settings_watch() -> Iterator[Watch]:
     is written back: on a machine shared with another run (a benchmark's trial holds
     vm.dirty_bytes while it measures) a blind write would undo that run's setting; the test
     that changed a value puts it back itself (its finalizer), and this says which did not."""
-    watch = Watch()
+    watch = Watch(Path(os.environ.get(ROOT_VARIABLE, "/")))
     yield watch
-    left = moved(watch.start, read_settings())
+    left = moved(watch.start, read_settings(watch.root))
     if left and watch.serial_lab_tests:
         where = "\n  ".join(watch.seen) or "outside any lab test"
         pytest.fail(f"the session left the host's settings changed: {'; '.join(left)}\n  {where}")
