@@ -10,8 +10,9 @@ import pytest
 from tests.sysfs_tree import SysTree
 
 # The apply tests' loop device and configuration root, shared by tests/apply and tests/commands;
-# `owned`, what a lab test makes under names of its own (tests/owned.py).
-pytest_plugins = ("tests.apply.fixtures", "tests.owned")
+# `owned`, what a lab test makes under names of its own (tests/owned.py); the host's settings
+# every lab test, and the session, must leave as found (tests/host_settings.py).
+pytest_plugins = ("tests.apply.fixtures", "tests.owned", "tests.host_settings")
 
 REPO = Path(__file__).resolve().parents[1]
 HWLOC_FIXTURES = REPO / "tests" / "fixtures" / "hwloc"

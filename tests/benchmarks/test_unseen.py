@@ -89,7 +89,11 @@ def test_a_hard_draw_holds_under_load(state: object, seed: int) -> None:
     the rounds' gains. 5-10 minutes a draw on the shared VM at load average 5-12 (2026-11-28:
     seed 5 282 s, seed 11 597 s, its tune 391 s of it; at 3 s runs 315 and 296 s, at budget 8
     344 and 636 s): the slowest tests here, for they alone judge the tune on environments
-    nobody chose.
+    nobody chose. Not shorter: a draw's time is its data set laid out through the drawn disk
+    (seed 11: 1188 MiB at 36 MB/s, 33 s), the tune (bounded by --time 120; seed 11's took 211 s
+    of its 323 s at load average 10-18, 2026-11-28 17:06, so the bound is overrun under load)
+    and 2 rounds of 2 sides (the fewest that interleave) of the quick mode's runs, which 3 s
+    runs after 1 s already made too short to judge one hard seed (SLICE_TOO_SHORT).
     """
     print(f"unseen seed {seed}: {HARD.get(seed, '')}")
     (drawn,) = run_draws([seed], QUICK)

@@ -189,7 +189,10 @@ def test_the_child_shares_the_daemons_process_group(tmp_path: Path) -> None:
 # -- on the lab ------------------------------------------------------------------------------
 
 
+# Its own lab (random id) in its own state directory; the idle gate watches that lab's disk
+# alone, which no other test reads; it asserts counts and an interval's order, no rate.
 @pytest.mark.lab
+@pytest.mark.lab_parallel
 def test_retune_waits_for_idle_runs_and_reports_its_figures(state: Path) -> None:
     """~40 s: 10 trials (3 baseline, 1 search trial within --time 1, 3 rounds of 2 to
     confirm), each after the 1 s idle sample of --idle-below; slower on a loaded machine."""

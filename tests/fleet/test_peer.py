@@ -117,10 +117,19 @@ def test_a_server_never_stopped_ends_by_itself(ansible: None, tmp_path: Path) ->
         time.sleep(0.5)
 
 
+# Its own lab (random id: its namespaces, veths and delay line), state directories and plan
+# directory; the peer's server listens inside the receiver's namespace, not on this host's
+# port; every value it writes is in the sender's namespace, and the host's are checked
+# unchanged. The plan it holds rests on the window cap's physics (the canary's 128 KiB send
+# buffer holds the 20 ms path near a quarter of its 200 Mbit/s), not on a tolerance.
+@pytest.mark.lab_parallel
 @pytest.mark.end_to_end
 def test_the_fleet_tunes_its_canary_against_the_peer_it_serves(
     ansible: None, tmp_path: Path, state: Path
 ) -> None:
+    """fleet.yml end to end against a served peer: 48-72 s on the parallel phase's workers at
+    load average 8-18 (2026-11-28), most of it ansible-playbook's own start and tasks around
+    a tune that stops after its first point (--time 1)."""
     lab = lab_up(load_spec(str(short_path_spec(tmp_path))))
     try:
         fleet_tune(tmp_path, lab.network)

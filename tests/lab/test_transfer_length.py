@@ -61,6 +61,10 @@ def sized_path(rtt_ms: int) -> Iterator[tuple[SizedTrials, TunableEngine, Transf
         lab_down()
 
 
+# Its own labs (random ids) in its own state directory, the trials' writes inside their
+# namespaces only; the figures are orderings of lengths slow start sets (round trips), not
+# rates held to a tolerance.
+@pytest.mark.lab_parallel
 def test_a_long_path_gets_longer_trials_and_a_cut_short_trial_is_flagged(state: Path) -> None:
     with sized_path(2) as (short, _, _):
         pass
