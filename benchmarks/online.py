@@ -13,8 +13,9 @@ every pass reads the disk; each keeps its byte count in a file, which the applic
 1. The harmful start (read_ahead_kb 0 unless told) is measured for six windows: the baseline.
 2. `iotuner tune --online` runs on the device under the live readers, with the metric; every
    window's MB/s is printed as a ratio to the baseline's (the acceptance asks >= 0.9).
-3. With the readers stopped, `iotuner tune --target DEV --workload stream-read` (offline) is
-   run from the same start; its changes are the offline result.
+3. The readers are captured (`iotuner capture`, 20 s) at the lab's settings; with them
+   stopped, `iotuner tune --capture` tunes on the capture's reproduction (offline) from the
+   lab's settings; its changes are the offline result.
 4. The readers' MB/s is re-measured with the start, the online result and the offline one,
    interleaved (A, B, C, A, B, C), caches of the files dropped before each: the online result
    over the offline one is the acceptance's ratio (>= 0.95).
@@ -114,7 +115,10 @@ def _windows(counters: list[Path], seconds: float, window: float) -> list[float]
 def _set(device: str, values: dict[str, str]) -> None:
     # scheduler first (it resets nr_requests), max_sectors_kb before read_ahead_kb (6.17+
     # raises read_ahead_kb when max_sectors_kb is written), as the engine's apply order does.
+    # Without a scheduler nr_requests is the tag set's depth, and a deeper one is refused.
     for name in ("scheduler", "max_sectors_kb", "nr_requests", "read_ahead_kb"):
+        if name == "nr_requests" and values.get("scheduler") == "none":
+            continue
         if name in values:
             Path(f"/sys/block/{device}/queue/{name}").write_text(str(values[name]))
 
@@ -149,9 +153,17 @@ def main() -> None:
     parser.add_argument("--offline-time", type=float, default=150.0)
     parser.add_argument("--window", type=float, default=10.0)
     parser.add_argument("--remeasure", type=float, default=30.0)
+    parser.add_argument("--app", choices=("backup", "pgbench"), default="backup")
+    parser.add_argument("--mix", choices=("select", "tpcb"), default="select",
+                        help="pgbench: select-only (-S) or TPC-B-like")  # fmt: skip
+    parser.add_argument("--start", action="append", default=[], metavar="KEY=VALUE",
+                        help="pgbench: the harmful start (else the lab's settings)")  # fmt: skip
+    parser.add_argument("--probe", action="append", default=[], metavar="KEY=VALUE",
+                        help="pgbench: measure each such setting against the lab's, "
+                        "interleaved, and stop")  # fmt: skip
     args = parser.parse_args()
-    state = Path(tempfile.mkdtemp(prefix="iotuner-online-bench-"))
-    os.environ["IOTUNER_STATE_DIR"] = str(state)
+    if "IOTUNER_STATE_DIR" not in os.environ:
+        os.environ["IOTUNER_STATE_DIR"] = tempfile.mkdtemp(prefix="iotuner-online-bench-")
     print(f"load average at start: {os.getloadavg()[0]:.1f} (2 cores, shared)")
     with lab_session("hdd") as lab, tempfile.TemporaryDirectory() as mount_dir:
         device = Path(lab.disks[0].device).name
@@ -159,7 +171,12 @@ def main() -> None:
         subprocess.run(["mkfs.ext4", "-q", "-F", f"/dev/{device}"], check=True)
         subprocess.run(["mount", f"/dev/{device}", mount_dir], check=True)
         try:
-            run(device, Path(mount_dir), args, found)
+            if args.app == "pgbench":
+                from benchmarks.online_app import run_pgbench
+
+                run_pgbench(device, Path(mount_dir), args, found)
+            else:
+                run(device, Path(mount_dir), args, found)
         finally:
             _set(device, found)
             subprocess.run(["umount", mount_dir], check=False)
@@ -224,23 +241,16 @@ def run(device: str, mount: Path, args: argparse.Namespace, found: dict[str, str
                 print(f"    {t['setting']}: {t['outcome']} x{t['gain']} {t['ci']} {t['why'] or ''}")
             Path("/tmp/iotuner-online-bench.json").write_text(json.dumps(online_out, indent=1))
         online = _queue(device)
-        # The offline tune runs from the lab's own settings, with the readers stopped: from
-        # read_ahead_kb 0 its baseline trials did not reach steady state in 8 s (refused).
+        # The offline tune: `iotuner tune --capture` on a capture of the same readers at the
+        # lab's own settings, run with the readers stopped (from read_ahead_kb 0 a built-in
+        # profile's baseline trials did not reach steady state in 8 s: refused).
         _set(device, found)
-        try:
-            offline_out = _iotuner(
-                "tune",
-                "--target",
-                f"/dev/{device}",
-                "--workload",
-                "stream-read",
-                "--time",
-                f"{args.offline_time:g}",
-                "--json",
-            )
-        except SystemExit as err:  # its refusal is a figure of this run: said, not fatal
-            print(f"offline tune: {err}")
-            offline_out = {}
+        fingerprint = Path(tempfile.mkstemp(prefix="iotuner-online-bench-", suffix=".json")[1])
+        with _readers(files, counters, cap.procs):
+            time.sleep(5)
+            _capture(device, fingerprint)
+        offline_out = _offline(fingerprint, mount, args.offline_time)
+        fingerprint.unlink()
         offline = {
             **found,
             **{k.removeprefix("block."): str(v) for (k, v) in _changes(offline_out).items()},
@@ -267,6 +277,24 @@ def run(device: str, mount: Path, args: argparse.Namespace, found: dict[str, str
               f"load average {os.getloadavg()[0]:.1f}")  # fmt: skip
     for counter in counters:
         counter.unlink()
+
+
+def _capture(device: str, out: Path, seconds: float = 20.0) -> None:
+    """`iotuner capture` of what `device` is asked now, its fingerprint in `out`."""
+    subprocess.run([sys.executable, "-m", "tuner.cli", "capture", "--device", device,
+                    "--seconds", f"{seconds:g}", "--out", str(out)], check=True,
+                   capture_output=True)  # fmt: skip
+
+
+def _offline(fingerprint: Path, target: Path, seconds: float) -> dict[str, object]:
+    """`iotuner tune --capture` on the fingerprint's reproduction in `target` (the offline
+    tune); its document, empty when it refused (said: a figure of the run, not fatal)."""
+    try:
+        return _iotuner("tune", "--capture", str(fingerprint), "--target", str(target),
+                        "--time", f"{seconds:g}", "--json")  # fmt: skip
+    except SystemExit as err:
+        print(f"offline tune: {err}")
+        return {}
 
 
 def _changes(doc: dict[str, object]) -> dict[str, object]:

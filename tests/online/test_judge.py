@@ -84,3 +84,29 @@ def test_without_tracing_time_in_queue_stands_in_for_like_sized_requests_only() 
     assert queue_rise(slice_(100, iops=25, queue_ms=40.0), before) is None
     # Traced, a slice without enough requests yet is not judged on queue time.
     assert harm(slower, before, 0.2, traced=True) is None
+
+
+def test_t_quantile_is_students_t_without_loading_scipy_for_the_default_level() -> None:
+    from scipy import stats
+
+    from tuner.online.judge import T_975, t_quantile
+
+    for freedom in range(1, len(T_975) + 3):
+        expected = float(stats.t.ppf(0.975, freedom))
+        assert t_quantile(0.95, freedom) == pytest.approx(expected, rel=1e-9)
+    assert t_quantile(0.9, 3) == pytest.approx(float(stats.t.ppf(0.95, 3)), rel=1e-12)
+
+
+def test_the_online_tune_starts_without_scipy() -> None:
+    """The online command's imports leave scipy out: it starts on a live host, where scipy.stats
+    cost 0.9 s of CPU (four fifths of the start) during the first baseline slice."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, tuner.commands.tune_online; print(sorted(m for m in sys.modules "
+        "if m.split('.')[0] in ('scipy', 'numpy', 'skopt')))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True)  # fmt: skip
+    assert done.stdout.strip() == "[]"

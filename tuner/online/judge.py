@@ -15,8 +15,6 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from scipy import stats
-
 from tuner.online.slices import SliceFigures
 
 TAIL_Z = 3.0
@@ -24,6 +22,17 @@ TAIL_Z = 3.0
 above the bound must lie before the slice is stopped: a p99 from a few hundred requests is the
 third or fourth slowest, and one stall of the host (its CPUs shared) moves it by half; counted
 against the binomial spread, a neutral candidate is stopped about once in a thousand checks."""
+T_975 = (
+    12.706204736, 4.302652730, 3.182446305, 2.776445105, 2.570581836, 2.446911851,
+    2.364624252, 2.306004135, 2.262157163, 2.228138852, 2.200985160, 2.178812830,
+    2.160368656, 2.144786688, 2.131449546, 2.119905299, 2.109815578, 2.100922040,
+    2.093024054, 2.085963447, 2.079613845, 2.073873068, 2.068657610, 2.063898562,
+    2.059538553, 2.055529439, 2.051830516, 2.048407142, 2.045229642, 2.042272456,
+)  # fmt: skip
+"""Student's t at 0.975 (a 95 % two-sided interval) for 1 to 30 degrees of freedom, scipy's
+own figures: the online tune starts on a live host, and importing scipy.stats cost 0.9 s of
+CPU there (measured: the first 10 s window of a CPU-bound application fell to x0.813 while the
+tune started). Other levels and more freedom load scipy when first asked."""
 SIMILAR_REQUESTS = 1.25
 """Without traced latencies, time in queue per request is compared only between slices whose
 mean request sizes are within this factor: a larger request takes longer on any device, which
@@ -69,8 +78,17 @@ def interval(ratios: Sequence[float], level: float = 0.95) -> tuple[float, float
     if len(logs) < 2:
         return math.exp(mean), 0.0, math.inf
     se = statistics.stdev(logs) / math.sqrt(len(logs))
-    t = float(stats.t.ppf(1 - (1 - level) / 2, len(logs) - 1))
+    t = t_quantile(level, len(logs) - 1)
     return math.exp(mean), math.exp(mean - t * se), math.exp(mean + t * se)
+
+
+def t_quantile(level: float, freedom: int) -> float:
+    """Student's t for a two-sided `level` interval with `freedom` degrees of freedom."""
+    if level == 0.95 and 1 <= freedom <= len(T_975):
+        return T_975[freedom - 1]
+    from scipy import stats  # only here: see T_975
+
+    return float(stats.t.ppf(1 - (1 - level) / 2, freedom))
 
 
 def verdict(
