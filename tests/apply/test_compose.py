@@ -5,6 +5,13 @@ tests/apply/hosts.py, so the boot unit's settings (IRQ affinity) and socket buff
 shared machine must not change, can be applied and then brought back as a boot would: the
 sysctl.d file's lines written as `sysctl --system` does, and the boot unit's command run.
 (tests/apply/test_role.py does the udev part on a real loop device.)
+
+An apply is one ansible-playbook run, 3 to 7 s on the shared 2-core machine (about 6 s of CPU
+for the ~20 module processes it starts): the disk plan then the net plan, applied in turn, is
+made once per module (`composed`) and read by the test of composition, then taken by the test
+of replace and rollback, which changes it. The tests share an xdist group, so one worker runs
+both in file order and builds it once; run alone or in another order, each still gets a fresh
+one (a taken one is never handed out again).
 """
 
 from __future__ import annotations
@@ -12,6 +19,8 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -29,6 +38,8 @@ from tuner.tunables.access import Tunables
 
 if shutil.which("ansible-playbook") is None:  # pragma: no cover - installed with iotuner
     pytest.skip("needs ansible-playbook", allow_module_level=True)
+
+pytestmark = pytest.mark.xdist_group("apply-compose")
 
 DISK = [
     {"key": "block.read_ahead_kb", "target": "loop3", "value": 4096},
@@ -50,6 +61,51 @@ def conf(tmp_path: Path) -> Path:
     path = tmp_path / "conf"
     path.mkdir()
     return path
+
+
+@dataclass
+class Composed:
+    """The disk plan then the net plan applied in turn on a fixture host, and the
+    configuration root's files after each."""
+
+    host: SysTree
+    conf: Path
+    state: Path
+    folder: Path
+    disk: Path
+    net: Path
+    after_disk: dict[str, tuple[str, bytes | str, int]]
+    both: dict[str, tuple[str, bytes | str, int]]
+    taken: bool = False
+
+
+@pytest.fixture(scope="module")
+def composed(tmp_path_factory: pytest.TempPathFactory) -> Callable[[bool], Composed]:
+    """A function: take=False, the module's composed host to read (built on first use);
+    take=True, one the caller may change, never handed out again."""
+    made: list[Composed] = []
+
+    def build() -> Composed:
+        folder = tmp_path_factory.mktemp("composed")
+        host = identity_host(SysTree(folder / "root"))
+        conf, state = folder / "conf", folder / "state"
+        conf.mkdir()
+        disk = write_plan(folder / "disk.yaml", DISK)
+        net = write_plan(folder / "net.yaml", NET)
+        first = run_apply(disk, conf_root=conf, sys_root=host.root, state=state)
+        assert first.ok, first.failures()
+        after_disk = tree(conf)
+        second = run_apply(net, conf_root=conf, sys_root=host.root, state=state)
+        assert second.ok, second.failures()
+        return Composed(host, conf, state, folder, disk, net, after_disk, tree(conf))
+
+    def get(take: bool) -> Composed:
+        if not made or made[-1].taken:
+            made.append(build())
+        made[-1].taken = take
+        return made[-1]
+
+    return get
 
 
 def reboot(host: SysTree, conf: Path) -> None:
@@ -92,13 +148,11 @@ BOTH = {"irq": True, "rmem": (4096, 87380, 33554432), "dirty": 5}
 
 
 def test_two_plans_applied_in_turn_are_both_in_force_after_a_reboot(
-    host: SysTree, conf: Path, state: Path, tmp_path: Path
+    composed: Callable[[bool], Composed], tmp_path: Path
 ) -> None:
-    disk = write_plan(tmp_path / "disk.yaml", DISK)
-    net = write_plan(tmp_path / "net.yaml", NET)
-    assert run_apply(disk, conf_root=conf, sys_root=host.root, state=state).ok
-    second = run_apply(net, conf_root=conf, sys_root=host.root, state=state)
-    assert second.ok, second.failures()
+    # Reads the composed host; the reboot below writes back the values the plans set.
+    made = composed(False)
+    host, conf, state, disk, net = made.host, made.conf, made.state, made.disk, made.net
     # Before issue 30 the second apply removed the disk plan's udev rule and boot unit.
     assert BACKING in (conf / UDEV_RULES).read_text()
     assert f"irq.affinity@{NVME}=local-node" in (conf / BOOT_UNIT).read_text()
@@ -145,14 +199,12 @@ def test_a_later_entry_wins_and_a_plan_it_covers_leaves(
 
 
 def test_replace_is_explicit_and_rollback_to_is_exact(
-    host: SysTree, conf: Path, state: Path, tmp_path: Path
+    composed: Callable[[bool], Composed],
 ) -> None:
-    disk = write_plan(tmp_path / "disk.yaml", DISK)
-    net = write_plan(tmp_path / "net.yaml", NET)
-    assert run_apply(disk, conf_root=conf, sys_root=host.root, state=state).ok
-    after_disk = tree(conf)
-    assert run_apply(net, conf_root=conf, sys_root=host.root, state=state).ok
-    both = tree(conf)
+    made = composed(True)
+    host, conf, state, disk, net = made.host, made.conf, made.state, made.disk, made.net
+    after_disk, both = made.after_disk, made.both
+    assert tree(conf) == both
     assert run_apply(net, conf_root=conf, sys_root=host.root, state=state,
                      replace_all=True).ok  # fmt: skip
     assert not (conf / UDEV_RULES).exists() and not (conf / BOOT_UNIT).exists()

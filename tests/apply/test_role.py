@@ -132,37 +132,34 @@ def test_a_failure_in_the_middle_leaves_the_host_as_before(
     assert history(state) == ["rolled-back"]
 
 
-def test_the_udev_rule_brings_the_settings_back(
-    dev: str, conf: Path, state: Path, tmp_path: Path
-) -> None:
-    if shutil.which("udevadm") is None:
-        pytest.skip("needs udevadm")
-    original = queue(dev)
-    plan = write_plan(tmp_path / "plan.yaml", block_entries(dev))
-    assert run_apply(plan, conf_root=conf, state=state).ok
-    # The device forgets (as after a re-attach): the scheduler first, it resets the depth.
+def forget_and_replay_udev(dev: str, original: dict[str, str], rules: str) -> None:
+    """The device forgets its queue (as after a re-attach: the scheduler first, it resets the
+    depth), then udev's change event runs with `rules` (`udevadm test` does the ATTR writes;
+    no udevd here)."""
     for name in ("scheduler", "read_ahead_kb", "nr_requests"):
         Path(f"/sys/block/{dev}/queue/{name}").write_text(original[name])
     assert queue(dev) == original
-    # udevadm test runs the rules for a change event, ATTR writes included (no udevd here).
-    with udev_rules((conf / UDEV_RULES).read_text()):
+    with udev_rules(rules):
         subprocess.run(["udevadm", "test", "--action=change", f"/sys/block/{dev}"],
                        capture_output=True, check=True, timeout=60)  # fmt: skip
-    assert queue(dev) == APPLIED
 
 
-def test_a_second_plan_keeps_the_first_ones_udev_rule(
+def test_the_udev_rule_brings_the_settings_back_and_a_second_plan_keeps_it(
     dev: str, conf: Path, state: Path, tmp_path: Path
 ) -> None:
-    """Issue 30: `apply disk.yaml` then `apply net.yaml`; after a "reboot" (the device's queue
-    forgotten, udev's change event run with the managed rules, `sysctl -p` of the managed
-    sysctl.d file) both plans are in force. The second apply used to remove the udev rule."""
+    """The disk plan's udev rule brings its settings back once the device forgets them. Then
+    issue 30: `apply net.yaml` after it; after a "reboot" (the queue forgotten, udev's change
+    event run with the managed rules, `sysctl -p` of the managed sysctl.d file) both plans are
+    in force. The second apply used to remove the udev rule. (One test, one loop device: the
+    first apply is the start of the second's story, an ansible-playbook run saved.)"""
     if shutil.which("udevadm") is None or shutil.which("sysctl") is None:
         pytest.skip("needs udevadm and sysctl")
     original = queue(dev)
     disk = write_plan(tmp_path / "disk.yaml", block_entries(dev))
     net = write_plan(tmp_path / "net.yaml", [sysctl_entry()])
     assert run_apply(disk, conf_root=conf, state=state).ok
+    forget_and_replay_udev(dev, original, (conf / UDEV_RULES).read_text())
+    assert queue(dev) == APPLIED
     second = run_apply(net, conf_root=conf, state=state)
     assert second.ok, second.failures()
     rules = (conf / UDEV_RULES).read_text()
@@ -172,11 +169,7 @@ def test_a_second_plan_keeps_the_first_ones_udev_rule(
     for plan in (disk, net):
         checked = iotuner("verify", "--conf-root", str(conf), str(plan), state=state)
         assert checked.returncode == 0, checked.stdout + checked.stderr
-    for name in ("scheduler", "read_ahead_kb", "nr_requests"):
-        Path(f"/sys/block/{dev}/queue/{name}").write_text(original[name])
-    with udev_rules(rules):
-        subprocess.run(["udevadm", "test", "--action=change", f"/sys/block/{dev}"],
-                       capture_output=True, check=True, timeout=60)  # fmt: skip
+    forget_and_replay_udev(dev, original, rules)
     assert queue(dev) == APPLIED
     # The sysctl entry holds the value the host has: loading the file changes nothing else.
     loaded = subprocess.run(["sysctl", "-p", str(conf / SYSCTL_CONF)],
