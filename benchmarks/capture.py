@@ -45,6 +45,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.pg import Cluster
 from tuner.lab import lab_down, lab_up, parse_spec
 from tuner.lab.system import LabError
 from tuner.trials.memcap import memory_cap
@@ -68,7 +69,8 @@ disks:
 """d1 is d0's twin with no file system: a reproduction that writes (postgres sets hint bits
 and writes its statistics even under select-only) is checked there, never on d0's xfs."""
 FILE_MIB = 192
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
+PG_PORT = "5439"
+"""The benchmark's own cluster's port (benchmarks/pg.py), never the system cluster's 5432."""
 PG_SCALE = 20
 """pgbench's scale: 20 is 2,000,000 accounts, about 300 MB with its indexes."""
 PG_MEMORY = 160 << 20
@@ -145,18 +147,6 @@ def backup_row(device: str, mount: str, readers: int, seconds: float, work: Path
     return {"row": f"backup: {readers} x sha256sum", "cost": cost, **checked}
 
 
-def _as_postgres(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["runuser", "-u", "postgres", "--", *args], capture_output=True,
-                          text=True, check=True)  # fmt: skip
-
-
-def _postgres_ids() -> tuple[int, int]:
-    import pwd
-
-    entry = pwd.getpwnam("postgres")
-    return entry.pw_uid, entry.pw_gid
-
-
 def _checked(
     name: str, original: Path, seconds: float, device: str, work: Path, destroy: bool = True
 ) -> dict[str, Any]:
@@ -180,42 +170,22 @@ def _checked(
 def pgbench_row(device: str, twin: str, mount: str, seconds: float, work: Path) -> dict[str, Any]:
     """pgbench select-only on a database larger than postgres' page cache, captured,
     reproduced and checked; postgres runs in a memory cgroup of PG_MEMORY."""
-    data, sock = Path(mount, "pgdata"), Path(tempfile.mkdtemp(prefix="iotuner-pg-"))
-    # The lab's directories are root's alone (0700): postgres may pass through to its data.
-    for above in [Path(mount), *Path(mount).parents]:
-        if str(above) in ("/", "/run"):
-            break
-        above.chmod(above.stat().st_mode | 0o001)
-    data.mkdir()
-    for path in (data, sock):
-        os.chown(path, *_postgres_ids())
-    port = "5439"
-    conn = ["-h", str(sock), "-p", port]
-    pg_ctl = ["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D", str(data)]
-    _as_postgres(str(PG_BIN / "initdb"), "-D", str(data), "-A", "trust", "--no-sync")
     original = work / "pgbench.json"
     tps: list[str] = []
-    try:
-        with memory_cap(PG_MEMORY) as cap:
-            opts = f"-k {sock} -p {port} -c listen_addresses='' -c shared_buffers=16MB"
-            subprocess.run([*pg_ctl, "-o", opts, "-l", str(sock / "pg.log"), "-w", "start"],
-                           check=True, capture_output=True, preexec_fn=cap.joiner())  # fmt: skip
-            try:
-                _as_postgres("pgbench", *conn, "-i", "-s", str(PG_SCALE), "-q", "postgres")
-                _as_postgres("psql", *conn, "-c", "CHECKPOINT", "postgres")
-                _drop_caches()
+    with memory_cap(PG_MEMORY) as cap:
+        pg = Cluster(Path(mount), cap, PG_PORT)
+        try:
+            pg.init(PG_SCALE)
+            _drop_caches()
 
-                def select_only() -> None:
-                    done = _as_postgres("pgbench", *conn, "-S", "-c", "4", "-j", "2", "-T",
-                                        str(int(seconds - 2)), "postgres")  # fmt: skip
-                    tps.extend(ln for ln in done.stdout.splitlines() if ln.startswith("tps"))
+            def select_only() -> None:
+                out = pg.pgbench("-S", seconds=seconds - 2)
+                tps.extend(ln for ln in out.splitlines() if ln.startswith("tps"))
 
-                cost = _captured(device, seconds, original, select_only)
-            finally:
-                subprocess.run([*pg_ctl, "-m", "fast", "-w", "stop"], capture_output=True)
-        checked = _checked("pgbench", original, seconds, twin, work)
-    finally:
-        subprocess.run(["rm", "-rf", str(data), str(sock)], check=True)
+            cost = _captured(device, seconds, original, select_only)
+        finally:
+            pg.remove()
+    checked = _checked("pgbench", original, seconds, twin, work)
     return {"row": f"pgbench -S, scale {PG_SCALE}, {PG_MEMORY >> 20} MiB cgroup", "cost": cost,
             "tps": tps, **checked}  # fmt: skip
 

@@ -40,9 +40,7 @@ import argparse
 import contextlib
 import json
 import os
-import pwd
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -55,11 +53,11 @@ from typing import Any
 
 from benchmarks.capture import _captured
 from benchmarks.claims import drop_caches, iotuner, lab, log, tuned_profile
-from tuner.trials.memcap import MemoryCap, memory_cap
+from benchmarks.pg import Cluster
+from tuner.trials.memcap import memory_cap
 
 DEFAULT_STATE = "/tmp/iotuner-bench-capture-tune-state"
 SPECS = Path(__file__).resolve().parents[1] / "tuner/lab/specs"
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
 PG_SCALE = 20
 """pgbench's scale: 2,000,000 accounts, about 300 MB with its indexes."""
 PG_MEMORY = 160 << 20
@@ -68,7 +66,6 @@ well short of the database (issue 32's 1.7 GB database had 448 MB)."""
 PG_CACHE = PG_MEMORY - (32 << 20)
 """The page cache production has, for the tune's --cache-memory: the cgroup less postgres'
 shared buffers and its processes."""
-PG_CLIENTS = 4
 READERS = 4
 FILE_MIB = 160
 """The backup's files: READERS x 160 MiB, 640 MiB, several seconds of the modelled disk's full
@@ -139,90 +136,21 @@ def lab_spec(spec: str) -> str:
     return text.replace("  - name: d0\n", "  - name: d0\n    fs: xfs\n", 1)
 
 
-def _reachable(mount: Path) -> None:
-    """The lab's directories are root's alone (0700): postgres may pass through to its data."""
-    for above in [mount, *mount.parents]:
-        if str(above) in ("/", "/run", "/tmp", "/var/tmp"):
-            break
-        above.chmod(above.stat().st_mode | 0o001)
+PG_PORT = "5436"
+"""The benchmark's own cluster's port (benchmarks/pg.py), never the system cluster's 5432."""
 
 
-class Postgres:
-    """A PostgreSQL 15 cluster of the benchmark's own on the lab's mount, its socket in a
-    directory it owns, started inside a memory cgroup; stopped and removed on leaving."""
-
-    PORT = "5436"
-
-    def __init__(self, mount: Path, cap: MemoryCap) -> None:
-        self.data = mount / "pgdata"
-        self.sock = Path(tempfile.mkdtemp(prefix="iotuner-pg-"))
-        self.cap = cap
-        self.conn = ["-h", str(self.sock), "-p", self.PORT]
-        self.running = False
-
-    def _as_postgres(self, *args: str, timeout: float = 900) -> str:
-        done = subprocess.run(["runuser", "-u", "postgres", "--", *args], capture_output=True,
-                              text=True, timeout=timeout, check=False)  # fmt: skip
-        if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(args[:2])}: exit {done.returncode}: {done.stderr}")
-        return done.stdout
-
-    def _pg_ctl(self, *args: str) -> None:
-        command = ["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D",
-                   str(self.data), *args]  # fmt: skip
-        subprocess.run(command, check=True, capture_output=True, timeout=300,
-                       preexec_fn=self.cap.joiner())  # fmt: skip
-
-    def init(self) -> None:
-        """initdb and pgbench's tables, written out (CHECKPOINT) and stopped."""
-        _reachable(self.data.parent)
-        self.data.mkdir()
-        entry = pwd.getpwnam("postgres")
-        for path in (self.data, self.sock):
-            os.chown(path, entry.pw_uid, entry.pw_gid)
-        self._as_postgres(str(PG_BIN / "initdb"), "-D", str(self.data), "-A", "trust",
-                          "--no-sync")  # fmt: skip
-        self.start()
-        self._as_postgres("pgbench", *self.conn, "-i", "-s", str(PG_SCALE), "-q", "postgres")
-        self._as_postgres("psql", *self.conn, "-c", "CHECKPOINT", "postgres")
-        self.stop()
-
-    def start(self) -> None:
-        """Start the cluster inside the memory cgroup (its every process charged there)."""
-        opts = f"-k {self.sock} -p {self.PORT} -c listen_addresses='' -c shared_buffers=16MB"
-        self._pg_ctl("-o", opts, "-l", str(self.sock / "pg.log"), "-w", "start")
-        self.running = True
-
-    def stop(self) -> None:
-        """A fast shutdown: its checkpoint writes what the last run dirtied."""
-        if self.running:
-            self._pg_ctl("-m", "fast", "-w", "stop")
-            self.running = False
-
-    def pgbench(self, mode: str, seconds: float) -> float:
-        """pgbench's TPS for `seconds` of `mode` (select-only or tpc-b), from its output."""
-        flags = ["-S"] if mode == "select-only" else []
-        out = self._as_postgres("pgbench", *self.conn, *flags, "-c", str(PG_CLIENTS), "-j", "2",
-                                "-T", str(int(seconds)), "postgres")  # fmt: skip
-        found = re.search(r"^tps = ([0-9.]+)", out, re.MULTILINE)
-        if found is None:
-            raise RuntimeError(f"pgbench printed no tps: {out[-300:]}")
-        return float(found.group(1))
-
-    def cold_run(self, mode: str, seconds: float) -> float:
-        """One measured run from cold: stopped, caches dropped, started, pgbench."""
-        self.stop()
-        drop_caches()
-        self.start()
-        return self.pgbench(mode, seconds)
-
-    def remove(self) -> None:
-        """Stop the cluster (also when a start half happened) and remove its files."""
-        subprocess.run(["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D",
-                        str(self.data), "-m", "immediate", "-w", "stop"],
-                       capture_output=True, check=False, timeout=120)  # fmt: skip
-        shutil.rmtree(self.data, ignore_errors=True)
-        shutil.rmtree(self.sock, ignore_errors=True)
+def cold_run(pg: Cluster, mode: str, seconds: float) -> float:
+    """One measured run from cold: stopped, caches dropped, started, then pgbench's TPS for
+    `seconds` of `mode` (select-only or tpc-b), from its output."""
+    pg.stop()
+    drop_caches()
+    pg.start()
+    out = pg.pgbench(*(["-S"] if mode == "select-only" else []), seconds=seconds)
+    found = re.search(r"^tps = ([0-9.]+)", out, re.MULTILINE)
+    if found is None:
+        raise RuntimeError(f"pgbench printed no tps: {out[-300:]}")
+    return float(found.group(1))
 
 
 def backup_files(mount: Path) -> list[Path]:
@@ -264,10 +192,11 @@ def application(row: AppRow, mount: Path, app_seconds: float) -> Iterator[Callab
                 f.unlink(missing_ok=True)
         return
     with memory_cap(PG_MEMORY) as cap:
-        pg = Postgres(mount, cap)
+        pg = Cluster(mount, cap, PG_PORT)
         try:
-            pg.init()
-            yield lambda: pg.cold_run(row.app, app_seconds)
+            pg.init(PG_SCALE)
+            pg.stop()  # each measured run starts it from cold
+            yield lambda: cold_run(pg, row.app, app_seconds)
         finally:
             pg.remove()
 

@@ -33,7 +33,8 @@ import time
 from pathlib import Path
 
 from benchmarks.online import _capture, _changes, _iotuner, _offline, _queue, _set
-from benchmarks.online_pg import Postgres, metric_command, postgres, progress, window_rates
+from benchmarks.online_pg import PORT, SETTINGS, metric_command, progress, window_rates
+from benchmarks.pg import Cluster, cluster
 from tuner.trials.memcap import memory_cap
 
 PG_SCALE = 20
@@ -71,7 +72,7 @@ def _tps(log: Path, start: float, end: float) -> float:
     return statistics.fmean(inside) if inside else 0.0
 
 
-def _fresh(pg: Postgres, data: Path, log: Path, select_only: bool, seconds: float) -> float:
+def _fresh(pg: Cluster, data: Path, log: Path, select_only: bool, seconds: float) -> float:
     """TPS of a fresh pgbench for `seconds` after SETTLE_S, its pages dropped first."""
     pg.checkpoint()
     _drop_pages(data)
@@ -89,7 +90,7 @@ def run_pgbench(device: str, mount: Path, args: argparse.Namespace, found: dict[
     data = mount / "pgdata"
     print(f"pgbench {'-S' if select_only else 'TPC-B-like'}, scale {PG_SCALE}, "
           f"{PG_MEMORY >> 20} MiB cgroup; lab {found}; start {start}")  # fmt: skip
-    with memory_cap(PG_MEMORY) as cap, postgres(mount, cap, PG_SCALE) as pg:
+    with memory_cap(PG_MEMORY) as cap, cluster(mount, cap, PORT, PG_SCALE, SETTINGS) as pg:
         if args.probe:
             _probe(pg, device, data, log, select_only, found, args.probe)
             return
@@ -160,7 +161,7 @@ def run_pgbench(device: str, mount: Path, args: argparse.Namespace, found: dict[
               f"load average {os.getloadavg()[0]:.1f}; files in {work}")  # fmt: skip
 
 
-def _probe(pg: Postgres, device: str, data: Path, log: Path, select_only: bool,
+def _probe(pg: Cluster, device: str, data: Path, log: Path, select_only: bool,
            found: dict[str, str], probes: list[str]) -> None:  # fmt: skip
     """The lab's settings and each probed one, interleaved under one running pgbench."""
     settings = {"lab": found}

@@ -1,34 +1,23 @@
-"""PostgreSQL 15 and a pgbench that runs continuously, for the online benchmark (issue 32).
+"""A pgbench that runs continuously, read for the online benchmark (issue 32).
 
-    with postgres(mount, cap) as pg:
+    with cluster(mount, cap, PORT, scale, SETTINGS) as pg:     # benchmarks/pg.py
         with pg.bench(log, select_only=True):
-            ...  # progress_rates(log), the metric command metric_command(log)
+            ...  # window_rates(progress(log), ...), the metric command metric_command(log)
 
-postgres runs as the postgres user in the memory cgroup `cap` (so its page cache is well
-short of the database), its data directory on the lab's mount, its socket in a directory of
-its own and port 5438 (never 5432); it is stopped and its files removed at the end, also on
-failure. pgbench prints a progress line a second (`-P 1`) to a log; its TPS per window, and
-the application metric the online tune reads, both come from that log.
+The cluster is benchmarks/pg.py's, on port 5438. pgbench prints a progress line a second
+(`-P 1`) to a log; its TPS per window, and the application metric the online tune reads, both
+come from that log.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import pwd
 import re
 import shlex
-import subprocess
-import tempfile
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-from tuner.trials.memcap import MemoryCap
-
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
 PORT = "5438"
-CLIENTS = 4
+SETTINGS = "-c max_wal_size=256MB"
+"""A 2 GiB lab disk: WAL recycled, not grown."""
 PROGRESS = re.compile(r"^progress: ([0-9.]+) s, ([0-9.]+) tps")
 # The metric: transactions so far, the sum of the per-second rates pgbench printed (each over
 # its one-second interval). It reads pgbench's own log: no connection into the database under
@@ -64,79 +53,3 @@ def window_rates(samples: list[tuple[float, float]], since: float, window: float
             rates.append(sum(inside) / len(inside))
         start += window
     return rates
-
-
-def _as_postgres(*args: str, **kw: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["runuser", "-u", "postgres", "--", *args], capture_output=True,
-                          text=True, check=True, **kw)  # type: ignore[call-overload]  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Postgres:
-    """A running server: its socket directory and the cgroup pgbench joins too."""
-
-    sock: Path
-    cap: MemoryCap
-
-    @property
-    def conn(self) -> list[str]:
-        """libpq's connection options for psql and pgbench."""
-        return ["-h", str(self.sock), "-p", PORT]
-
-    @contextlib.contextmanager
-    def bench(self, log: Path, select_only: bool, seconds: int = 7200) -> Iterator[None]:
-        """pgbench running (CLIENTS clients) until the block ends, its progress in `log`."""
-        with open(log, "w") as out:
-            child = subprocess.Popen(
-                ["runuser", "-u", "postgres", "--", "pgbench", *self.conn, "-c", str(CLIENTS),
-                 "-j", "2", "-P", "1", "-T", str(seconds), *(["-S"] if select_only else []),
-                 "postgres"],
-                stdout=out, stderr=out, preexec_fn=self.cap.joiner())  # fmt: skip
-        try:
-            yield
-        finally:
-            # runuser passes SIGTERM on to pgbench, whose clients end with it.
-            child.terminate()
-            try:
-                child.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
-
-    def checkpoint(self) -> None:
-        """A checkpoint, so each measurement starts without the last one's dirty pages."""
-        _as_postgres("psql", *self.conn, "-qc", "CHECKPOINT", "postgres")
-
-
-@contextlib.contextmanager
-def postgres(mount: Path, cap: MemoryCap, scale: int) -> Iterator[Postgres]:
-    """initdb on `mount`, the server started in `cap`, pgbench's tables at `scale`; stopped and
-    removed at the end."""
-    data, sock = mount / "pgdata", Path(tempfile.mkdtemp(prefix="iotuner-online-pg-"))
-    # The lab's directories are root's alone (0700): postgres may pass through to its data.
-    for above in [mount, *mount.parents]:
-        if str(above) in ("/", "/run"):
-            break
-        above.chmod(above.stat().st_mode | 0o001)
-    entry = pwd.getpwnam("postgres")
-    data.mkdir()
-    for path in (data, sock):
-        os.chown(path, entry.pw_uid, entry.pw_gid)
-    pg_ctl = ["runuser", "-u", "postgres", "--", str(PG_BIN / "pg_ctl"), "-D", str(data)]
-    try:
-        _as_postgres(str(PG_BIN / "initdb"), "-D", str(data), "-A", "trust", "--no-sync")
-        opts = (
-            f"-k {sock} -p {PORT} -c listen_addresses='' -c shared_buffers=16MB "
-            "-c max_wal_size=256MB"
-        )  # a 2 GiB lab disk: WAL recycled, not grown
-        subprocess.run([*pg_ctl, "-o", opts, "-l", str(sock / "pg.log"), "-w", "start"],
-                       check=True, capture_output=True, preexec_fn=cap.joiner())  # fmt: skip
-        try:
-            server = Postgres(sock, cap)
-            _as_postgres("pgbench", *server.conn, "-i", "-s", str(scale), "-q", "postgres")
-            server.checkpoint()
-            yield server
-        finally:
-            subprocess.run([*pg_ctl, "-m", "fast", "-w", "stop"], capture_output=True)
-    finally:
-        subprocess.run(["rm", "-rf", str(data), str(sock)], check=False)
