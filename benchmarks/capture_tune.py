@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.capture import _captured
-from benchmarks.claims import drop_caches, iotuner, lab, log, tuned_profile
+from benchmarks.claims import drop_caches, iotuner, lab, log, rotated, side_settings
 from benchmarks.pg import Cluster
 from tuner.trials.memcap import memory_cap
 
@@ -244,14 +244,10 @@ def run_row(row: AppRow, rounds: int, app_seconds: float, tune_time: float,
                 f"{result.tune_s:.0f} s")  # fmt: skip
             conf = work / f"{row.name}-conf"
             conf.mkdir(exist_ok=True)
+            applied = plan_file if result.chosen else None
             for number in range(rounds):
-                for side in SIDES[number % 3 :] + SIDES[: number % 3]:
-                    with contextlib.ExitStack() as setting:
-                        if side == "plan" and result.chosen:
-                            iotuner("apply", str(plan_file), "--conf-root", str(conf))
-                            setting.callback(iotuner, "rollback")
-                        elif side == "tuned":
-                            setting.enter_context(tuned_profile(dev, work))
+                for side in rotated(SIDES, number):
+                    with side_settings(side, applied, conf, dev, work):
                         figure = measure()
                     result.samples[side].append(figure)
                     log(f"    round {number + 1} {side:<8} {figure:8.1f} {result.unit}")

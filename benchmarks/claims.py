@@ -384,6 +384,33 @@ def tuned_plan(device: str) -> IotunerPlan:
     return dataclasses.replace(plan_from_findings((), "host", "tuned"), entries=entries)
 
 
+def rotated(sides: Sequence[str], number: int) -> list[str]:
+    """Round `number`'s order of `sides`, each first in turn (A B C, B C A, C A B): none is
+    always measured first, nor always after the same one."""
+    shift = number % len(sides)
+    return [*sides[shift:], *sides[:shift]]
+
+
+@contextlib.contextmanager
+def side_settings(
+    side: str, plan_file: Path | None, conf: Path, device: str, work: Path
+) -> Iterator[None]:
+    """One side's settings in force for the `with` block: the plan applied (`iotuner apply`
+    into `conf`) and rolled back after ("plan"; `plan_file` None: a kept plan, nothing to
+    apply), TuneD's (`tuned_profile`), or the host as it is ("defaults")."""
+    if side == "plan" and plan_file is not None:
+        iotuner("apply", str(plan_file), "--conf-root", str(conf))
+        try:
+            yield
+        finally:
+            iotuner("rollback")
+    elif side == "tuned":
+        with tuned_profile(device, work):
+            yield
+    else:
+        yield
+
+
 @contextlib.contextmanager
 def tuned_profile(device: str, work: Path) -> Iterator[None]:
     """TuneD's settings on `device` and the host for the `with` block, applied as the row's
@@ -540,14 +567,10 @@ def run_row(row: ClaimRow, plan: Plan, work: Path) -> RowResult:
             sides = ("defaults", "plan", "tuned")
             samples = {"defaults": result.defaults, "plan": result.planned,
                        "tuned": result.tuned}  # fmt: skip
+            applied = plan_file if result.chosen else None
             for number in range(plan.rounds):
-                for side in sides[number % 3 :] + sides[: number % 3]:
-                    with contextlib.ExitStack() as setting:
-                        if side == "plan" and result.chosen:
-                            iotuner("apply", str(plan_file), "--conf-root", str(conf))
-                            setting.callback(iotuner, "rollback")
-                        elif side == "tuned":
-                            setting.enter_context(tuned_profile(dev, work))
+                for side in rotated(sides, number):
+                    with side_settings(side, applied, conf, dev, work):
                         figure = plain_fio(job, plan, row, cgroup, result.unit)
                     samples[side].append(figure)
                     log(f"    round {number + 1} {side:<8} {figure:10.1f} {result.unit}")
@@ -587,7 +610,7 @@ def run_transfer_row(name: str, plan: Plan) -> RowResult:
         sides = tuple(points)
         with Journal() as journal, TunableEngine(live_sysroot(), journal) as engine:
             for number in range(plan.rounds):
-                for side in sides[number % 3 :] + sides[: number % 3]:
+                for side in rotated(sides, number):
                     figure = transfer.measured(engine, points[side], net, name)
                     samples[side].append(figure)
                     log(f"    round {number + 1} {side:<8} {figure:10.1f} Mbit/s")
