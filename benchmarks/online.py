@@ -217,10 +217,7 @@ def run(device: str, mount: Path, args: argparse.Namespace, found: dict[str, str
             online_out: dict[str, object] = {}
 
             def tune() -> None:
-                online_out.update(_iotuner(
-                    "tune", "--online", "--device", device, "--slice", f"{args.window:g}",
-                    "--time", f"{args.online_time:g}", "--metric", metric, "--json",
-                ))  # fmt: skip
+                online_out.update(_online(device, args.window, args.online_time, metric))
 
             thread = threading.Thread(target=tune)
             began = time.monotonic()
@@ -234,11 +231,7 @@ def run(device: str, mount: Path, args: argparse.Namespace, found: dict[str, str
                   f"{args.window:g} s; per-window MB/s / baseline:")  # fmt: skip
             print("  " + " ".join(f"{r:.2f}" for r in ratios))
             print(f"  lowest x{min(ratios):.3f}; load average {os.getloadavg()[0]:.1f}")
-            print(f"  kept {online_out['changes']} x{online_out['gain']} CI {online_out['ci']}, "
-                  f"{online_out['worse_seconds']} s on worse settings, "
-                  f"{len(online_out['tried'])} candidates, ended: {online_out['ended']}")  # type: ignore[arg-type]  # fmt: skip
-            for t in online_out["tried"]:  # type: ignore[attr-defined]
-                print(f"    {t['setting']}: {t['outcome']} x{t['gain']} {t['ci']} {t['why'] or ''}")
+            _print_online(online_out)
             Path("/tmp/iotuner-online-bench.json").write_text(json.dumps(online_out, indent=1))
         online = _queue(device)
         # The offline tune: `iotuner tune --capture` on a capture of the same readers at the
@@ -251,10 +244,7 @@ def run(device: str, mount: Path, args: argparse.Namespace, found: dict[str, str
             _capture(device, fingerprint)
         offline_out = _offline(fingerprint, mount, args.offline_time)
         fingerprint.unlink()
-        offline = {
-            **found,
-            **{k.removeprefix("block."): str(v) for (k, v) in _changes(offline_out).items()},
-        }
+        offline = _offline_settings(found, offline_out)
         print(
             f"offline tune: {offline} (x{offline_out.get('gain')} {offline_out.get('ci')} "
             "on its fio trials)"
@@ -295,6 +285,30 @@ def _offline(fingerprint: Path, target: Path, seconds: float) -> dict[str, objec
     except SystemExit as err:
         print(f"offline tune: {err}")
         return {}
+
+
+def _online(device: str, window: float, seconds: float, metric: str) -> dict[str, object]:
+    """`iotuner tune --online` on `device`, slices of `window` s for at most `seconds`, judged
+    on the application's `metric` too: its --json."""
+    return _iotuner("tune", "--online", "--device", device, "--slice", f"{window:g}",
+                    "--time", f"{seconds:g}", "--metric", metric, "--json")  # fmt: skip
+
+
+def _print_online(out: dict[str, object]) -> None:
+    """The online tune's outcome: what it kept, and each candidate, a line each."""
+    print(f"  kept {out['changes']} x{out['gain']} CI {out['ci']}, "
+          f"{out['worse_seconds']} s on worse settings, "
+          f"{len(out['tried'])} candidates, ended: {out['ended']}")  # type: ignore[arg-type]  # fmt: skip
+    for t in out["tried"]:  # type: ignore[attr-defined]
+        print(f"    {t['setting']}: {t['outcome']} x{t['gain']} {t['ci']} {t['why'] or ''}")
+
+
+def _offline_settings(found: dict[str, str], doc: dict[str, object]) -> dict[str, str]:
+    """The device's settings after the offline tune's plan: `found` with its changes."""
+    return {
+        **found,
+        **{k.removeprefix("block."): str(v) for (k, v) in _changes(doc).items()},
+    }
 
 
 def _changes(doc: dict[str, object]) -> dict[str, object]:

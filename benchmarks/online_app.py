@@ -28,11 +28,18 @@ import json
 import os
 import statistics
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-from benchmarks.online import _capture, _changes, _iotuner, _offline, _queue, _set
+from benchmarks.online import (
+    _capture,
+    _offline,
+    _offline_settings,
+    _online,
+    _print_online,
+    _queue,
+    _set,
+)
 from benchmarks.online_pg import PORT, SETTINGS, metric_command, progress, window_rates
 from benchmarks.pg import Cluster, cluster
 from tuner.trials.memcap import memory_cap
@@ -103,19 +110,8 @@ def run_pgbench(device: str, mount: Path, args: argparse.Namespace, found: dict[
             baseline = statistics.median(base)
             print(f"baseline (start) {baseline:.1f} TPS, windows "
                   f"{', '.join(f'{r:.1f}' for r in base)}")  # fmt: skip
-            online_out: dict[str, object] = {}
-
-            def tune() -> None:
-                online_out.update(_iotuner(
-                    "tune", "--online", "--device", device, "--slice", f"{args.window:g}",
-                    "--time", f"{args.online_time:g}", "--metric", metric_command(log),
-                    "--json",
-                ))  # fmt: skip
-
             t0 = _since(began)
-            thread = threading.Thread(target=tune)
-            thread.start()
-            thread.join()
+            online_out = _online(device, args.window, args.online_time, metric_command(log))
             t1 = _since(began)
             time.sleep(1.5)
             during = window_rates(progress(log), t0, args.window)
@@ -125,11 +121,7 @@ def run_pgbench(device: str, mount: Path, args: argparse.Namespace, found: dict[
                   "per-window TPS / baseline:")  # fmt: skip
             print("  " + " ".join(f"{r:.2f}" for r in ratios))
             print(f"  lowest x{min(ratios):.3f}; load average {os.getloadavg()[0]:.1f}")
-            print(f"  kept {online_out['changes']} x{online_out['gain']} CI {online_out['ci']}, "
-                  f"{online_out['worse_seconds']} s on worse settings, "
-                  f"{len(online_out['tried'])} candidates, ended: {online_out['ended']}")  # type: ignore[arg-type]  # fmt: skip
-            for t in online_out["tried"]:  # type: ignore[attr-defined]
-                print(f"    {t['setting']}: {t['outcome']} x{t['gain']} {t['ci']} {t['why'] or ''}")
+            _print_online(online_out)
             (work / "online.json").write_text(json.dumps(online_out, indent=1))
             online = _queue(device)
             # The offline tune's capture: the same pgbench, at the lab's settings.
@@ -139,10 +131,7 @@ def run_pgbench(device: str, mount: Path, args: argparse.Namespace, found: dict[
             _capture(device, fingerprint)
         offline_out = _offline(fingerprint, mount, args.offline_time)
         (work / "offline.json").write_text(json.dumps(offline_out, indent=1))
-        offline = {
-            **found,
-            **{k.removeprefix("block."): str(v) for (k, v) in _changes(offline_out).items()},
-        }
+        offline = _offline_settings(found, offline_out)
         print(f"offline tune: {offline} (x{offline_out.get('gain')} {offline_out.get('ci')} "
               f"on its trials, fidelity {offline_out.get('fidelity')})")  # fmt: skip
         settings = {"start": start, "lab": found, "online": online, "offline": offline}
