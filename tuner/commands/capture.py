@@ -6,12 +6,15 @@ import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from tuner.console import output_console
 from tuner.errors import BadInput
+
+if TYPE_CHECKING:
+    from tuner.trials.targets import TrialTarget
 
 
 def capture(
@@ -166,10 +169,8 @@ def _check(
 ) -> None:
     from tuner.capture.check import run_captured
     from tuner.capture.fingerprint import load
-    from tuner.capture.session import device as resolve
     from tuner.trials.fio import fio_size
     from tuner.trials.jobcheck import load_job
-    from tuner.trials.targets import TrialTarget
 
     if len(device) != 1:
         raise BadInput("--check runs the job on one --device")
@@ -178,8 +179,7 @@ def _check(
     if job.writes and not destroy_data:
         raise BadInput(f"--check {job_path}: the job writes; add --destroy-data to let it "
                        f"write to {device[0]}")  # fmt: skip
-    dev = resolve(device[0])
-    target = TrialTarget.device(f"/dev/{dev.name}", destroy_data=job.writes)
+    target = _target(device[0], job.writes)
     region = None
     if "size" in job.placement:
         with contextlib.suppress(ValueError):
@@ -206,16 +206,13 @@ def _replay(
 ) -> None:
     from tuner.capture.fingerprint import load
     from tuner.capture.replay import replay_captured
-    from tuner.capture.session import device as resolve
-    from tuner.trials.targets import TrialTarget
 
     if len(device) != 1:
         raise BadInput("--replay-trace replays onto one --device")
     if trace is not None and trace.resolve() == trace_path.resolve():
         raise BadInput("--trace would overwrite the --replay-trace it replays: name another")
     original = load(against) if against is not None else None
-    dev = resolve(device[0])
-    target = TrialTarget.device(f"/dev/{dev.name}", destroy_data=destroy_data)
+    target = _target(device[0], destroy_data)
     found, _ = _with_trace(
         trace,
         lambda f: replay_captured(
@@ -228,6 +225,15 @@ def _replay(
         ),
     )
     _report(found, original, out, as_json)
+
+
+def _target(name: str, writes: bool) -> TrialTarget:
+    """The --device a --check or --replay-trace job runs on, as a trial target (written to
+    only when `writes`)."""
+    from tuner.capture.session import device as resolve
+    from tuner.trials.targets import TrialTarget
+
+    return TrialTarget.device(f"/dev/{resolve(name).name}", destroy_data=writes)
 
 
 def _report(found: Any, original: Any, out: Path | None, as_json: bool) -> None:
