@@ -28,6 +28,7 @@ from tuner.search.space import HOST
 from tuner.trials.peer import Peer, measure_path
 from tuner.trials.route import route_to
 from tuner.trials.transfer import TransferResult
+from tuner.trials.transfer_length import longest_measure
 from tuner.tunables.engine import TunableEngine
 from tuner.tunables.journal import Journal
 from tuner.tunables.observe import probe_with_settings
@@ -89,7 +90,9 @@ def tune_peer(
                             (measured.rtt_ms, "TCP's least RTT"))[0]  # fmt: skip
         console.print(sized.line(), style="dim", highlight=False, markup=False)
         seconds, omit = sized.length.measure_s, sized.length.ramp_s
-        ends = stack.enter_context(peer_ends(measured, route, rate, source_dir, seconds + omit))
+        longest = longest_measure(seconds, measured.rtt_ms)
+        ends = stack.enter_context(peer_ends(measured, route, rate, source_dir,
+                                             longest + omit))  # fmt: skip
         ends = replace(ends, interval_s=sized.length.interval_s, horizon_s=sized.horizon_s)
         console.print("measuring the parts at the settings found", style="dim")
         before = measure_parts(engine, ends, seconds, omit, {})
@@ -100,7 +103,8 @@ def tune_peer(
         view = stack.enter_context(TuneView(console, config.budget, enabled=console.is_terminal))
         search = TransferSearch(f"this host -> {peer}", workload, config,
                                 needed_window(rate, rtt), seconds, omit, view.trial,
-                                bound=lambda runner: bounded(runner, started))  # fmt: skip
+                                bound=lambda runner: bounded(runner, started),
+                                rtt_ms=rtt)  # fmt: skip
         result = search_transfer(engine, ends, space, search)
         after: dict[str, TransferResult] = {}
         if result.chosen:
@@ -112,7 +116,11 @@ def tune_peer(
         explanation = explain(carried, carried, windows, before, after, peer=str(peer))
         result = as_written(result, space)
     document = transfer_document(result, explanation)
-    document["trial_length"] = {**sized.document(), "longer_ramps_s": dict(search.ramps)}
+    document["trial_length"] = {
+        **sized.document(),
+        "longer_ramps_s": dict(search.ramps),
+        "longer_measures_s": dict(search.measures),
+    }
     document["peer"] = {"peer": str(peer), "address": ends.ends.address,
                         "interface": route.interface if route else None,
                         "windows_sized_for_mbit": rate, "how": how}  # fmt: skip

@@ -26,6 +26,7 @@ from tuner.lab.model import LabNetwork
 from tuner.lab.session import lab_session
 from tuner.lab.status import lab_status
 from tuner.rules.model import Workload
+from tuner.trials.transfer_length import longest_measure
 from tuner.tunables.engine import TunableEngine
 from tuner.tunables.journal import Journal
 from tuner.tunables.observe import probe_with_settings
@@ -107,7 +108,8 @@ def tune_transfer(
                             config.runtime_s, config.ramp_s, path_rtt)[0]  # fmt: skip
         console.print(sized.line(), style="dim", highlight=False, markup=False)
         seconds, omit = sized.length.measure_s, sized.length.ramp_s
-        ends = stack.enter_context(lab_ends(net, seconds + omit))
+        longest = longest_measure(seconds, sized.probe.rtt_ms)
+        ends = stack.enter_context(lab_ends(net, longest + omit))
         ends = replace(ends, interval_s=sized.length.interval_s, horizon_s=sized.horizon_s)
         wmem, rmem = windows_now(tunables, ends)
         console.print("measuring the parts at the settings found", style="dim")
@@ -121,7 +123,7 @@ def tune_transfer(
         view = stack.enter_context(TuneView(console, config.budget, enabled=console.is_terminal))
         search = TransferSearch(f"{net.sender} -> {net.receiver_address} (lab {spec})",
                                 workload, config, needed_window(net.rate_mbit, rtt), seconds,
-                                omit, view.trial, dirtyable)  # fmt: skip
+                                omit, view.trial, dirtyable, rtt_ms=rtt)  # fmt: skip
         result = search_transfer(engine, ends, space, search)
         after = {}
         if result.chosen:
@@ -132,5 +134,9 @@ def tune_transfer(
         explanation = explain(net.rate_mbit, ends.goodput_mbit, windows, before, after)
         result = as_written(result, space)
     document = transfer_document(result, explanation)
-    document["trial_length"] = {**sized.document(), "longer_ramps_s": dict(search.ramps)}
+    document["trial_length"] = {
+        **sized.document(),
+        "longer_ramps_s": dict(search.ramps),
+        "longer_measures_s": dict(search.measures),
+    }
     report_transfer(console, result, explanation, document, as_json, lab=True)  # the lab's two ends

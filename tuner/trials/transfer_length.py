@@ -12,7 +12,10 @@ report every round trip), finds where the per-RTT goodput stopped rising (`settl
 sizes every trial from that: the ramp lasts until then (plus two round trips), the measured
 part spans MEASURE_RTTS round trips, and the user's `--ramp` and `--runtime` are floors. A trial
 whose goodput still rises across its measured part (`still_rising`) was cut short of its
-settle point: its figure is a transient's, flagged so it never wins.
+settle point: its figure is a transient's, flagged so it never wins. A sender whose congestion
+control leaves its steady state on a timer (BBR's PROBE_RTT, every 10 s or so) is measured over
+whole periods of it (`cycle_seconds`): a shorter part holds the probe or not by its phase, and
+its figure then cannot tell BBR from reno (issue 28's long path).
 
 Pure functions on iperf3's per-interval figures; the runs are tuner/tune/transfer_path.py's.
 """
@@ -51,6 +54,24 @@ third by more than this share: the per-interval noise (SETTLED_WITHIN) cancels i
 ten or more intervals, slow start's doubling does not."""
 WINDOW = 3
 """Intervals whose median must reach the plateau: one lucky interval is not a settle point."""
+PROBE_RTT_AFTER_S = {"bbr": 10.0}
+"""Congestion controls that leave their steady state on a timer, and how long after their
+least-RTT sample (net/ipv4/tcp_bbr.c, Linux's BBR v1: bbr_min_rtt_win_sec = 10): when the
+sample is that old, BBR enters PROBE_RTT, cuts its window to bbr_cwnd_min_target (4 packets)
+until the pipe drains, holds it for bbr_probe_rtt_mode_ms and one round trip, and restarts
+the clock as it leaves. On the wan-long lab (500 Mbit/s, 300 ms) every PROBE_RTT cost 0.6 s
+of the line, 11-14 s apart (tests/fixtures/iperf3/README.md): a long transfer pays about 5 %
+for it, which a measured part of 9 s may or may not hold. Loss-based controls (reno, cubic)
+have no such timer: their sawtooth is what MEASURE_RTTS averages out."""
+PROBE_RTT_HOLD_S = 0.2
+"""bbr_probe_rtt_mode_ms: the least PROBE_RTT holds its small window."""
+PROBE_RTT_PERIODS = 2
+"""Periods a measured part spans for such a control. One is not enough: the first PROBE_RTT
+comes 10 s after the connection's last new least-RTT sample, and on a path whose delay
+jitters by microseconds new least samples keep coming for seconds after the ramp (the lab's
+first PROBE_RTT came 10-19 s into a run), so a part of one period after a 4 s ramp held none
+in one run of two and measured reno's figure. Two periods hold one or two, as a long
+transfer does (a period's cost shared by 11-14 s)."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +150,34 @@ def measure_seconds(rtt_ms: float, runtime_s: float) -> int:
     """A trial's measured part: MEASURE_RTTS round trips or `runtime_s`, the longer, in
     whole seconds (at least one)."""
     return max(1, math.ceil(runtime_s - 1e-9), _whole(MEASURE_RTTS * rtt_ms / 1000))
+
+
+def probe_rtt_period_s(congestion: str, rtt_ms: float) -> float | None:
+    """The shortest time between two of `congestion`'s timed probes on a path of `rtt_ms`
+    (None: it has none): PROBE_RTT_AFTER_S, then the probe itself, a round trip for the
+    pipe to drain to four packets and PROBE_RTT_HOLD_S or one more round trip, the longer
+    (the clock restarts only as the probe ends)."""
+    after = PROBE_RTT_AFTER_S.get(congestion)
+    if after is None:
+        return None
+    rtt = max(rtt_ms, 0.0) / 1000
+    return after + rtt + max(PROBE_RTT_HOLD_S, rtt)
+
+
+def cycle_seconds(measure_s: int, congestion: str, rtt_ms: float) -> int:
+    """A trial's measured seconds for a sender running `congestion`: `measure_s`, or
+    PROBE_RTT_PERIODS whole periods of its timed probe (probe_rtt_period_s), the longer, so
+    that its figure pays for the probe as a long transfer does whatever the probe's phase."""
+    period = probe_rtt_period_s(congestion, rtt_ms)
+    if period is None:
+        return measure_s
+    return max(measure_s, math.ceil(PROBE_RTT_PERIODS * period - 1e-9))
+
+
+def longest_measure(measure_s: int, rtt_ms: float) -> int:
+    """The longest measured part any congestion control's trial gets (cycle_seconds): what
+    a source file must last."""
+    return max(cycle_seconds(measure_s, c, rtt_ms) for c in ("", *PROBE_RTT_AFTER_S))
 
 
 def _whole(value: float) -> int:

@@ -38,7 +38,7 @@ from tuner.trials.diskstats import read_diskstats, total
 from tuner.trials.flags import PAGE_CACHE, RISING, Flag
 from tuner.trials.targets import TrialTarget
 from tuner.trials.transfer import Ends, TransferOptions, TransferResult, run_client, run_transfer
-from tuner.trials.transfer_length import RAMP_MOST_S, fit_within, still_rising
+from tuner.trials.transfer_length import RAMP_MOST_S, cycle_seconds, fit_within, still_rising
 from tuner.trials.trial import TrialResult
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import TunableError
@@ -280,6 +280,14 @@ def _uncache(path: str) -> None:
         os.close(fd)
 
 
+def congestion_now(tunables: Tunables, target: str) -> str:
+    """The congestion control `target` runs now ('' when unreadable)."""
+    try:
+        return str(tunables.read(CONGESTION, target))
+    except TunableError:
+        return ""
+
+
 def buffer_max(tunables: Tunables, key: str, target: str | None) -> int:
     """A tcp_rmem/tcp_wmem max as it is at `target` (0: unreadable, or None: a named peer's)."""
     try:
@@ -324,16 +332,21 @@ def search_transfer(
     suggested = bdp_point(space, baseline, ends, search.needed_window)
     options = ends.options(search.seconds, search.omit)
 
-    def sized(ramp: int) -> TransferOptions:
+    def sized(ramp: int, measure: int) -> TransferOptions:
         # A --time bound is a ceiling: a trial starting late is cut to what it leaves.
-        omit, seconds = fit_within(ramp, options.seconds, session.window_left(0.0))
+        omit, seconds = fit_within(ramp, measure, session.window_left(0.0))
         return replace(options, omit=omit, seconds=seconds)
 
     def trial(point: Point) -> PointTrial:
         settings = space.host_settings(point)
-        algorithm = str(settings.get((CONGESTION, ends.sender), ""))
+        algorithm = str(settings.get((CONGESTION, ends.sender), "")) or congestion_now(
+            engine.tunables, ends.sender)  # fmt: skip
         ramp = search.ramps.get(algorithm, options.omit)
-        done = transfer_trial(engine, settings, ends, sized(ramp))[1]
+        # A control with a timed probe (BBR's PROBE_RTT) is measured over whole periods of it.
+        measure = cycle_seconds(options.seconds, algorithm, search.rtt_ms)
+        if measure != options.seconds:
+            search.measures[algorithm] = measure
+        done = transfer_trial(engine, settings, ends, sized(ramp, measure))[1]
         # The probe ran one congestion control; another may take longer to fill the path
         # (reno on wan-long still rose 20 % after the probe's 4 s): run it again with a longer
         # ramp, within the path's growth horizon, and keep that ramp for the algorithm.
@@ -341,10 +354,10 @@ def search_transfer(
             if not any(f.kind == RISING for f in done.result.flags):
                 break
             longer = min(2 * ramp, RAMP_MOST_S)
-            if longer == ramp or ramp >= ends.horizon_s or sized(longer).omit < longer:
+            if longer == ramp or ramp >= ends.horizon_s or sized(longer, measure).omit < longer:
                 break  # no longer ramp to try, or no time left for one
             ramp = search.ramps[algorithm] = longer
-            done = transfer_trial(engine, settings, ends, sized(ramp))[1]
+            done = transfer_trial(engine, settings, ends, sized(ramp, measure))[1]
         return done
 
     # The search plans its time with the trials' real length (the path's, not --runtime's):
@@ -383,7 +396,8 @@ class TransferSearch:
     allowance where it writes a file, trial length, the view's callback, and a wrapper
     bounding each trial (a peer tune's overall time). A trial still rising after its ramp
     runs again with the ramp doubled, up to LONGER_RAMPS times, and its congestion control
-    keeps that ramp (`ramps`)."""
+    keeps that ramp (`ramps`); a trial whose congestion control has a timed probe is
+    measured over whole periods of it (`measures`)."""
 
     label: str
     workload: Workload
@@ -396,3 +410,8 @@ class TransferSearch:
     bound: Callable[[Runner], Runner] = _unbounded
     ramps: dict[str, int] = field(default_factory=dict)
     """The longer ramps congestion controls needed (filled in by the search)."""
+    rtt_ms: float = 0.0
+    """The path's round trip, which a timed probe's period includes (cycle_seconds)."""
+    measures: dict[str, int] = field(default_factory=dict)
+    """The longer measured parts congestion controls with a timed probe got (filled in by
+    the search)."""
