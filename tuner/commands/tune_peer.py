@@ -41,7 +41,9 @@ from tuner.tune.transfer import (
     TransferSearch,
     as_written,
     buffer_max,
+    decided_seconds,
     measure_parts,
+    probe_lines,
     search_transfer,
     transfer_space,
     window_high,
@@ -106,11 +108,14 @@ def tune_peer(
                                 bound=lambda runner: bounded(runner, started),
                                 rtt_ms=rtt)  # fmt: skip
         result = search_transfer(engine, ends, space, search)
+        for line in probe_lines(search):
+            console.print(line, style="dim", highlight=False, markup=False)
         after: dict[str, TransferResult] = {}
         if result.chosen:
             console.print("measuring the parts at the recommended settings", style="dim")
-            after = measure_parts(engine, ends, seconds, omit,
-                                  space.host_settings(result.best_settings))  # fmt: skip
+            best = space.host_settings(result.best_settings)
+            decided = decided_seconds(search, engine.tunables, ends, best)
+            after = measure_parts(engine, ends, decided, omit, best)
         carried = _most_carried(measured.rate_mbit, before, after, result)
         windows = Windows(wmem, 0, before[MEMORY].max_snd_wnd_bytes)
         explanation = explain(carried, carried, windows, before, after, peer=str(peer))
@@ -120,6 +125,7 @@ def tune_peer(
         **sized.document(),
         "longer_ramps_s": dict(search.ramps),
         "longer_measures_s": dict(search.measures),
+        "screen_discounts": {k: round(v, 4) for k, v in search.discounts.items()},
     }
     document["peer"] = {"peer": str(peer), "address": ends.ends.address,
                         "interface": route.interface if route else None,

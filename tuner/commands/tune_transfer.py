@@ -37,9 +37,11 @@ from tuner.tune.setup import host_dirtyable_bytes
 from tuner.tune.transfer import (
     TransferSearch,
     as_written,
+    decided_seconds,
     lab_ends,
     lab_path,
     measure_parts,
+    probe_lines,
     search_transfer,
     transfer_space,
     window_high,
@@ -125,11 +127,14 @@ def tune_transfer(
                                 workload, config, needed_window(net.rate_mbit, rtt), seconds,
                                 omit, view.trial, dirtyable, rtt_ms=rtt)  # fmt: skip
         result = search_transfer(engine, ends, space, search)
+        for line in probe_lines(search):
+            console.print(line, style="dim", highlight=False, markup=False)
         after = {}
         if result.chosen:
             console.print("measuring the parts at the recommended settings", style="dim")
             best = space.host_settings(result.best_settings)
-            after = measure_parts(engine, ends, seconds, omit, best)
+            decided = decided_seconds(search, tunables, ends, best)
+            after = measure_parts(engine, ends, decided, omit, best)
         windows = Windows(wmem, rmem, before[MEMORY].max_snd_wnd_bytes)
         explanation = explain(net.rate_mbit, ends.goodput_mbit, windows, before, after)
         result = as_written(result, space)
@@ -138,5 +143,6 @@ def tune_transfer(
         **sized.document(),
         "longer_ramps_s": dict(search.ramps),
         "longer_measures_s": dict(search.measures),
+        "screen_discounts": {k: round(v, 4) for k, v in search.discounts.items()},
     }
     report_transfer(console, result, explanation, document, as_json, lab=True)  # the lab's two ends

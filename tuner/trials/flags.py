@@ -31,6 +31,10 @@ still changing (tuner/trials/steady.py), or a transfer's goodput still rose acro
 part, slow start or the window's growth not over (tuner/trials/transfer_length.py)."""
 RISING = NOT_STEADY
 """The transfer's name for it: one kind, so one rule in the guards and one hint."""
+TIMED_PROBE = "timed-probe"
+"""A screening transfer too short to hold its congestion control's timed probe (BBR's
+PROBE_RTT) as a long transfer does: scored below its figure by the probe's expected cost
+(tuner/trials/transfer_length.py, screen_discount); informs, the trial still counts."""
 OUT_OF_MEMORY = "out-of-memory"
 """The kernel killed fio for memory in the trial's cgroup: production's cache share plus fio's
 own memory left no room for what this point reads at once (readahead, buffers)."""
@@ -46,6 +50,7 @@ KINDS = (
     UNSETTLED,
     NOT_STEADY,
     OUT_OF_MEMORY,
+    TIMED_PROBE,
 )
 
 

@@ -37,6 +37,7 @@ from tuner.trials.flags import (
     OUT_OF_MEMORY,
     PAGE_CACHE,
     READAHEAD,
+    TIMED_PROBE,
     UNSETTLED,
     WRITES_CACHED,
     Flag,
@@ -60,6 +61,7 @@ POLICY = {
     NOT_STEADY: SKIP,
     OUT_OF_MEMORY: SKIP,
     CUT_SHORT: KEEP,
+    TIMED_PROBE: KEEP,
 }
 
 HINTS = {
@@ -75,6 +77,8 @@ HINTS = {
     "window, or give a larger --cache-memory share",
     NOT_STEADY: "give trials more time (--time; a transfer: --ramp past its slow start, which the "
     "path's probe names), or check what else uses the device or the path",
+    TIMED_PROBE: "nothing: confirmation measures the control over whole periods of its probe, "
+    "or give a --runtime that spans them",
     OUT_OF_MEMORY: "give the page cache production really leaves (--cache-memory): the trial's "
     "memory cgroup holds that share of the data set plus fio's own memory, and no more",
 }

@@ -241,6 +241,13 @@ class Search:
         self._initial = 0  # the rules' points the search starts from (run)
         self._phase = "baseline"  # of the trial being measured: its time bound (window_left)
 
+    @property
+    def phase(self) -> str:
+        """The phase of the trial being measured (or last measured): 'baseline', 'initial',
+        'search', AGAIN or 'confirm'. A runner deciding its own length reads it: confirmation's
+        trials are the claim (screen short, decide long)."""
+        return self._phase
+
     # -- one measurement -------------------------------------------------------------------
 
     def measure(self, point: Point, phase: str) -> TrialResult:

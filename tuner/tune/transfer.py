@@ -18,12 +18,13 @@ trial runs the client only, and the space is the sender's (this host's) part alo
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -31,14 +32,22 @@ from typing import Any
 from tuner.errors import IotunerError
 from tuner.lab.model import LabNetwork
 from tuner.rules.model import Workload
+from tuner.search.fidelity import NOISE_FLOOR, Z, figures
 from tuner.search.space import HOST, Point, SearchSpace, SpaceContext, space_for
 from tuner.topology.model import Topology
 from tuner.topology.walk import reads_enter
 from tuner.trials.diskstats import read_diskstats, total
-from tuner.trials.flags import PAGE_CACHE, RISING, Flag
+from tuner.trials.flags import PAGE_CACHE, RISING, TIMED_PROBE, Flag
 from tuner.trials.targets import TrialTarget
 from tuner.trials.transfer import Ends, TransferOptions, TransferResult, run_client, run_transfer
-from tuner.trials.transfer_length import RAMP_MOST_S, cycle_seconds, fit_within, still_rising
+from tuner.trials.transfer_length import (
+    RAMP_MOST_S,
+    decide_seconds,
+    fit_within,
+    probe_rtt_period_s,
+    screen_discount,
+    still_rising,
+)
 from tuner.trials.trial import TrialResult
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import TunableError
@@ -342,11 +351,19 @@ def search_transfer(
         algorithm = str(settings.get((CONGESTION, ends.sender), "")) or congestion_now(
             engine.tunables, ends.sender)  # fmt: skip
         ramp = search.ramps.get(algorithm, options.omit)
-        # A control with a timed probe (BBR's PROBE_RTT) is measured over whole periods of it.
-        measure = cycle_seconds(options.seconds, algorithm, search.rtt_ms)
-        if measure != options.seconds:
-            search.measures[algorithm] = measure
-        done = transfer_trial(engine, settings, ends, sized(ramp, measure))[1]
+        # Screen short, decide long: only confirmation's trials, the claim, measure a control
+        # with a timed probe (BBR's PROBE_RTT) over whole periods of it, and only where the
+        # probe costs more than its rounds resolve (decide_seconds); screening keeps the
+        # path's length and is scored at the figure a long transfer would have (screened).
+        deciding = session.phase == "confirm"
+        measure = options.seconds
+        if deciding:
+            resolvable = resolvable_gain(session.records, search.config.confirm_rounds)
+            measure = decide_seconds(options.seconds, algorithm, search.rtt_ms, resolvable)
+            if measure != options.seconds:
+                search.measures[algorithm] = measure
+        ran = sized(ramp, measure)
+        done = transfer_trial(engine, settings, ends, ran)[1]
         # The probe ran one congestion control; another may take longer to fill the path
         # (reno on wan-long still rose 20 % after the probe's 4 s): run it again with a longer
         # ramp, within the path's growth horizon, and keep that ramp for the algorithm.
@@ -357,7 +374,14 @@ def search_transfer(
             if longer == ramp or ramp >= ends.horizon_s or sized(longer, measure).omit < longer:
                 break  # no longer ramp to try, or no time left for one
             ramp = search.ramps[algorithm] = longer
-            done = transfer_trial(engine, settings, ends, sized(ramp, measure))[1]
+            ran = sized(ramp, measure)
+            done = transfer_trial(engine, settings, ends, ran)[1]
+        if deciding and measure == options.seconds:
+            return done  # the probe costs less than confirmation resolves: as measured
+        # Screening, or a deciding trial a --time bound cut short of its periods.
+        done = screened(done, ran.seconds, algorithm, search.rtt_ms)
+        if not deciding and done.result.flags and done.result.flags[-1].kind == TIMED_PROBE:
+            search.discounts[algorithm] = screen_discount(ran.seconds, algorithm, search.rtt_ms)
         return done
 
     # The search plans its time with the trials' real length (the path's, not --runtime's):
@@ -368,6 +392,63 @@ def search_transfer(
     session = Search(f"{search.label} ({options.kind})", search.workload.name, space,
                      config, search.bound(trial), on_trial=search.on_trial)  # fmt: skip
     return session.run(baseline, suggested)
+
+
+def resolvable_gain(records: Sequence[TrialRecord], rounds: int) -> float:
+    """The least gain confirmation's `rounds` interleaved rounds tell from noise, as a share:
+    Z standard deviations of the difference of two means of `rounds` figures, each figure's
+    cv the baseline's repeats' (`records`' baseline trials, at least NOISE_FLOOR): the noise
+    confirmation is given as its floor. Z is fewer than the t quantile confirmation's
+    interval takes with three rounds, so this errs toward measuring a probe it cannot see."""
+    base = figures([r.mbps for r in records if r.phase == "baseline" and not r.set_aside])
+    cv = max(base.cv if base is not None else 0.0, NOISE_FLOOR)
+    return Z * cv * math.sqrt(2 / max(rounds, 2))
+
+
+def screened(done: PointTrial, measure_s: int, congestion: str, rtt_ms: float) -> PointTrial:
+    """A screening trial of `measure_s` measured seconds scored at the figure a long
+    transfer would have: below what it measured by screen_discount, with a TIMED_PROBE flag
+    saying so and what was measured; unchanged when the control has no timed probe or the
+    trial spanned its periods."""
+    share = screen_discount(measure_s, congestion, rtt_ms)
+    if share <= 0:
+        return done
+    result = done.result
+    period = probe_rtt_period_s(congestion, rtt_ms) or 0.0
+    flag = Flag(TIMED_PROBE, f"{congestion} measured {result.mbps * 8:.1f} Mbit/s in "
+                             f"{measure_s} s, short of whole periods of its timed probe (one "
+                             f"every {period:.1f} s here): scored {share:.1%} below, the "
+                             "probe's cost on this path; confirmation's figures "
+                             "decide")  # fmt: skip
+    return replace(done, result=replace(result, mbps=result.mbps * (1 - share),
+                                        flags=(*result.flags, flag)))  # fmt: skip
+
+
+def decided_seconds(
+    search: TransferSearch, tunables: Tunables, ends: TransferEnds, settings: Mapping[Any, Any]
+) -> int:
+    """The measured seconds confirmation gave the congestion control `settings` run (the
+    sender's now, when they name none): what the parts measured at a recommendation take, so
+    they measure it as its claim was measured."""
+    algorithm = str(settings.get((CONGESTION, ends.sender), "")) or congestion_now(
+        tunables, ends.sender)  # fmt: skip
+    return search.measures.get(algorithm, search.seconds)
+
+
+def probe_lines(search: TransferSearch) -> list[str]:
+    """For people: each timed-probe control's screening discount and the length
+    confirmation decided it at (screen short, decide long)."""
+    lines = []
+    for algorithm, share in sorted(search.discounts.items()):
+        decided = search.measures.get(algorithm)
+        how = (f"confirmation measured it over {decided} s, whole periods of the probe"
+               if decided else "confirmation measured it at the same length: the probe costs "
+               "less than its rounds resolve")  # fmt: skip
+        lines.append(f"{algorithm}'s screening trials ({search.seconds} s) hold no whole period "
+                     f"of its timed probe: scored {share:.1%} below what they measured, the "
+                     f"probe's cost on this path, so they are optimistic by it and rank "
+                     f"nothing; {how}")  # fmt: skip
+    return lines
 
 
 def part_options(ends: TransferEnds, seconds: int, omit: int) -> dict[str, TransferOptions]:
@@ -396,8 +477,10 @@ class TransferSearch:
     allowance where it writes a file, trial length, the view's callback, and a wrapper
     bounding each trial (a peer tune's overall time). A trial still rising after its ramp
     runs again with the ramp doubled, up to LONGER_RAMPS times, and its congestion control
-    keeps that ramp (`ramps`); a trial whose congestion control has a timed probe is
-    measured over whole periods of it (`measures`)."""
+    keeps that ramp (`ramps`). A congestion control with a timed probe (BBR's PROBE_RTT) is
+    screened at the path's length, scored below its figure by the probe's cost (`discounts`),
+    and decided in confirmation over whole periods of the probe (`measures`) where the
+    probe costs more than confirmation resolves."""
 
     label: str
     workload: Workload
@@ -413,5 +496,8 @@ class TransferSearch:
     rtt_ms: float = 0.0
     """The path's round trip, which a timed probe's period includes (cycle_seconds)."""
     measures: dict[str, int] = field(default_factory=dict)
-    """The longer measured parts congestion controls with a timed probe got (filled in by
-    the search)."""
+    """The longer measured parts congestion controls with a timed probe got in confirmation
+    (filled in by the search)."""
+    discounts: dict[str, float] = field(default_factory=dict)
+    """The share each such control's screening figures were scored below what they measured
+    (screen_discount; filled in by the search)."""
