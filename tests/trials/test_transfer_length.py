@@ -20,14 +20,17 @@ from tuner.trials.transfer_length import (
     MEASURE_RTTS,
     PathProbe,
     cycle_seconds,
+    decide_seconds,
     fit_within,
     growth_horizon_s,
     longest_measure,
     measure_seconds,
+    probe_cost_share,
     probe_rtt_period_s,
     probe_seconds,
     read_probe,
     report_interval,
+    screen_discount,
     settle_index,
     slow_start_rtts,
     still_rising,
@@ -192,3 +195,20 @@ def test_a_bbr_trial_pays_its_probe_rtt_as_a_long_transfer_does() -> None:
     assert max(f for f, _ in after) < min(f for f, _ in reno)
     remeasured = [statistics.fmean(part(r, 8, 20)) for r in runs]
     assert max(remeasured[0::2]) < min(remeasured[1::2])  # bbr, reno, bbr, reno ...
+
+
+def test_screening_bbr_is_discounted_by_its_probe_and_only_confirmation_spans_periods() -> None:
+    """Screen short, decide long: a bbr screening trial shorter than two PROBE_RTT periods is
+    scored 2.2 % below its figure on a 20 ms path (5.7 % at 300 ms), one that spans them and
+    any control without a timed probe are not; a deciding trial spans the periods (21 s)
+    only where the probe costs more than the confirmation can resolve."""
+    assert probe_cost_share("bbr", 20.0) == pytest.approx(0.022, abs=0.001)
+    assert probe_cost_share("bbr", 300.0) == pytest.approx(0.057, abs=0.001)
+    assert screen_discount(1, "bbr", 20.0) == probe_cost_share("bbr", 20.0)
+    assert screen_discount(cycle_seconds(1, "bbr", 20.0), "bbr", 20.0) == 0.0
+    for control in ("cubic", "reno"):
+        assert probe_cost_share(control, 20.0) == 0.0
+        assert screen_discount(1, control, 20.0) == 0.0
+        assert decide_seconds(1, control, 20.0, 0.0) == 1
+    assert decide_seconds(1, "bbr", 20.0, 0.05) == 1
+    assert decide_seconds(1, "bbr", 20.0, 0.01) == cycle_seconds(1, "bbr", 20.0) == 21
