@@ -33,7 +33,9 @@ def capture_workload(path: Path) -> tuple[Workload, Fingerprint]:
     name = "".join(c if c.isascii() and c.isprintable() else "?" for c in path.name)[:80]
     with tempfile.TemporaryDirectory(prefix="iotuner-capture-") as tmp:
         job = Path(tmp, "reproduction.fio")
-        job.write_text(job_text(found, title=name))
+        # A trial runs one job section: the busiest process group's (the others are named
+        # in the job's comment and their absence shows in the fidelity).
+        job.write_text(job_text(found, title=name, one=True))
         workload = load_fio_job(job)
     return replace(workload, name=f"capture:{name}",
                    description=f"the reproduction of {name} (iotuner capture)"), found  # fmt: skip

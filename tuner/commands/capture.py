@@ -167,28 +167,32 @@ def _check(
     destroy_data: bool,
     as_json: bool,
 ) -> None:
-    from tuner.capture.check import run_captured
+    from tuner.capture.check import run_sections_captured
     from tuner.capture.fingerprint import load
     from tuner.trials.fio import fio_size
-    from tuner.trials.jobcheck import load_job
+    from tuner.trials.jobcheck import load_jobs
 
     if len(device) != 1:
         raise BadInput("--check runs the job on one --device")
     original = load(against) if against is not None else None
-    job = load_job(job_path)
-    if job.writes and not destroy_data:
+    jobs = load_jobs(job_path)
+    writes = any(job.writes for job in jobs)
+    if writes and not destroy_data:
         raise BadInput(f"--check {job_path}: the job writes; add --destroy-data to let it "
                        f"write to {device[0]}")  # fmt: skip
-    target = _target(device[0], job.writes)
-    region = None
-    if "size" in job.placement:
-        with contextlib.suppress(ValueError):
-            region = fio_size(job.placement["size"])
+    target = _target(device[0], writes)
+    sections = []
+    for job in jobs:
+        region = None
+        if "size" in job.placement:
+            with contextlib.suppress(ValueError):
+                region = fio_size(job.placement["size"])
+        sections.append((job.section, job.options, region))
+    if len({name for name, _, _ in sections}) != len(sections):
+        raise BadInput(f"--check {job_path}: two job sections of one name")
     found = _with_trace(
         trace,
-        lambda f: run_captured(
-            job.options, target, seconds, region_bytes=region, writes=job.writes, trace=f
-        ),
+        lambda f: run_sections_captured(sections, target, seconds, writes=writes, trace=f),
     )
     _report(found, original, out, as_json)
 
