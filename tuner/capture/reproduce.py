@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tuner.capture.fingerprint import Fingerprint
 from tuner.errors import BadInput
+from tuner.trials.fio import fio_size
 
 MIN_SHARE = 0.02
 """A size bucket under this share of a direction's requests is folded into its neighbours."""
@@ -265,15 +266,24 @@ def _section_name(comm: str, taken: set[str]) -> str:
 
 
 def job_text(
-    found: Fingerprint, region_bytes: int | None = None, title: str = "", *, one: bool = False
+    found: Fingerprint,
+    region_bytes: int | None = None,
+    title: str = "",
+    *,
+    one: bool = False,
+    per_job: bool = False,
 ) -> str:
     """The reproduction as a fio job file: a section a process group (see `sections`), each
     of which passes tuner/trials/jobcheck; `capture --check` runs them side by side. `one`:
-    the busiest group's section alone (a trial runs one), the others named as left out."""
+    the busiest group's section alone (a trial runs one), the others named as left out.
+    `per_job`: size= each job's part of its footprint (fio's own meaning, which sizes a
+    tune's scratch data set) rather than the section's whole region (`--check`'s)."""
     dev = _busiest(found)
     parts = sections(found, region_bytes)
     if one and len(parts) > 1:
         parts = parts[:1]
+    if per_job:
+        parts = [_per_job(part) for part in parts]
     kept = {p.comm for p in parts}
     # one section of the device's figures holds every group
     left = [g for g in dev["by_process"] if g["comm"] not in kept] if parts[0].comm else []
@@ -294,6 +304,15 @@ def job_text(
         lines.append(f"[{part.name}]")
         lines += [f"{key}={value}" for key, value in part.options.items()]
     return "\n".join(lines) + "\n"
+
+
+def _per_job(part: Section) -> Section:
+    """`part` with size= its region over its jobs (whole MiB, at least one)."""
+    if "size" not in part.options:
+        return part
+    jobs = int(part.options.get("numjobs", "1"))
+    size = max(1 << 20, fio_size(part.options["size"]) // jobs >> 20 << 20)
+    return replace(part, options={**part.options, "size": _size(size)})
 
 
 def _printable(text: str) -> str:

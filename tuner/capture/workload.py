@@ -35,7 +35,12 @@ def capture_workload(path: Path) -> tuple[Workload, Fingerprint]:
         job = Path(tmp, "reproduction.fio")
         # A trial runs one job section: the busiest process group's (the others are named
         # in the job's comment and their absence shows in the fidelity).
-        job.write_text(job_text(found, title=name, one=True))
+        # Its size= is the captured footprint (the device's size bounds it), so a scratch
+        # target is the data set the workload touched and --cache-memory weighs against it,
+        # not the default scratch file's 1 GiB.
+        dev = found.busiest()
+        region = dev["size_bytes"] if dev and dev["size_bytes"] else None
+        job.write_text(job_text(found, region, title=name, one=True, per_job=True))
         workload = load_fio_job(job)
     return replace(workload, name=f"capture:{name}",
                    description=f"the reproduction of {name} (iotuner capture)"), found  # fmt: skip
