@@ -96,6 +96,9 @@ def test_the_command_writes_the_job(tmp_path: Path) -> None:
         ("capture", "--device", "/nonexistent"),
         ("capture", "--device", "/dev/null"),
         ("capture", "--check", "x.fio", "--device", "loop0", "--device", "loop1"),
+        ("capture", "--target", "/tmp"),
+        ("capture", "--check", "x.fio", "--target", "/tmp", "--device", "loop0"),
+        ("capture", "--check", "x.fio", "--target", "/tmp", "--destroy-data"),
     ],
 )
 def test_wrong_arguments_are_refused_in_one_line(args: tuple[str, ...]) -> None:

@@ -51,6 +51,14 @@ def capture(
         Path | None,
         typer.Option(help="With --check: the original fingerprint to print side by side."),
     ] = None,
+    target: Annotated[
+        Path | None,
+        typer.Option(
+            "--target",
+            help="With --check: run the job on a scratch file in this directory (a file "
+            "system like the application's) instead of a raw --device.",
+        ),
+    ] = None,
     destroy_data: Annotated[
         bool,
         typer.Option("--destroy-data", help="With --check: the job may write to the device."),
@@ -84,6 +92,12 @@ def capture(
         return
     if region is not None and replay_trace is None:
         raise BadInput("--region goes with --reproduce or --replay-trace")
+    if target is not None:
+        if check is None or device or destroy_data:
+            raise BadInput("--target DIR goes with --check JOB, without --device or "
+                           "--destroy-data (a scratch file is iotuner's own)")  # fmt: skip
+        _check(check, [], seconds, out, trace, against, False, as_json, target)
+        return
     if not device:
         raise BadInput("name a device to capture: --device /dev/sdb (repeat it for more)")
     if replay_trace is not None:
@@ -166,21 +180,22 @@ def _check(
     against: Path | None,
     destroy_data: bool,
     as_json: bool,
+    directory: Path | None = None,
 ) -> None:
     from tuner.capture.check import run_sections_captured
     from tuner.capture.fingerprint import load
     from tuner.trials.fio import fio_size
     from tuner.trials.jobcheck import load_jobs
+    from tuner.trials.targets import TrialTarget
 
-    if len(device) != 1:
+    if directory is None and len(device) != 1:
         raise BadInput("--check runs the job on one --device")
     original = load(against) if against is not None else None
     jobs = load_jobs(job_path)
     writes = any(job.writes for job in jobs)
-    if writes and not destroy_data:
+    if writes and directory is None and not destroy_data:
         raise BadInput(f"--check {job_path}: the job writes; add --destroy-data to let it "
                        f"write to {device[0]}")  # fmt: skip
-    target = _target(device[0], writes)
     sections = []
     for job in jobs:
         region = None
@@ -190,10 +205,21 @@ def _check(
         sections.append((job.section, job.options, region))
     if len({name for name, _, _ in sections}) != len(sections):
         raise BadInput(f"--check {job_path}: two job sections of one name")
-    found = _with_trace(
-        trace,
-        lambda f: run_sections_captured(sections, target, seconds, writes=writes, trace=f),
-    )
+
+    def run(target: TrialTarget) -> Any:
+        return _with_trace(
+            trace,
+            lambda f: run_sections_captured(sections, target, seconds, writes=writes, trace=f),
+        )
+
+    if directory is None:
+        found = run(_target(device[0], writes))
+    else:
+        # The sections' regions, or the default scratch file when a section names none.
+        size = sum(r for _, _, r in sections if r is not None)
+        whole = size if all(r is not None for _, _, r in sections) else None
+        with TrialTarget.scratch(directory, whole) as scratch:
+            found = run(scratch)
     _report(found, original, out, as_json)
 
 
