@@ -67,7 +67,27 @@ def _size(n: int) -> str:
 def options(found: Fingerprint, region_bytes: int | None = None) -> dict[str, str]:
     """fio options reproducing the fingerprint's busiest device as one mixture (what a trial's
     one job section runs); BadInput when it saw none."""
-    return figures_options(_busiest(found), region_bytes)
+    dev = _busiest(found)
+    return figures_options(dev, region_bytes, dev.get("read_ahead_kb"))
+
+
+ADVISED = 1.5
+"""Readahead windows at least this many times the device's read_ahead_kb: the reader advised
+sequential access (POSIX_FADV_SEQUENTIAL doubles its window; sha256sum and fio do it, tar
+and cp do not)."""
+
+
+def _advice(figures: Mapping[str, Any], sequential: bool, read_ahead_kb: int | None) -> str:
+    """fio's fadvise_hint for a buffered job: "sequential" where the captured readahead
+    windows were twice the device's readahead (the reader advised it), else "0": fio's default
+    (1) advises sequential or random by the job's pattern, which doubles a sequential job's
+    windows (256 KiB requests where tar's were 128 KiB) and turns a random job's readahead
+    off (a database's page cache misses were flagged readahead)."""
+    reads = figures["sizes"]["read"]
+    if not sequential or not read_ahead_kb or not reads:
+        return "0"
+    window = int(max(reads, key=lambda k: reads[k]))
+    return "sequential" if window >= ADVISED * read_ahead_kb * 1024 else "0"
 
 
 def _busiest(found: Fingerprint) -> dict[str, Any]:
@@ -77,8 +97,11 @@ def _busiest(found: Fingerprint) -> dict[str, Any]:
     return dev
 
 
-def figures_options(dev: Mapping[str, Any], region_bytes: int | None = None) -> dict[str, str]:
-    """fio options reproducing one device's or one process group's figures."""
+def figures_options(
+    dev: Mapping[str, Any], region_bytes: int | None = None, read_ahead_kb: int | None = None
+) -> dict[str, str]:
+    """fio options reproducing one device's or one process group's figures (on a device
+    whose readahead was `read_ahead_kb` when captured, None when not recorded)."""
     reads = dev["read_request_share"]
     kinds = [k for k, share in (("read", reads), ("write", 1 - reads)) if share > 0]
     sequential = dev["sequential_share"] >= SEQUENTIAL
@@ -111,6 +134,7 @@ def figures_options(dev: Mapping[str, Any], region_bytes: int | None = None) -> 
                  if v >= MIN_SHARE] or [4096]  # fmt: skip
         bs = min(min(sizes), 128 * 1024)
         out["bs"] = _size(bs)
+        out["fadvise_hint"] = _advice(dev, buffered_reads and sequential, read_ahead_kb)
         if dev["queue_depth"]["mean"] < 1 and dev["mbps"] > 0:
             # Idle part of the time: paced in bytes, which readahead and writeback keep.
             rates = [max(1, round(dev["mbps"] * 1e6 * share / jobs))
@@ -191,13 +215,14 @@ def sections(found: Fingerprint, region_bytes: int | None = None) -> list[Sectio
     ]
     groups = groups[:MAX_SECTIONS]
     if len(dev["by_process"]) < 2 or not groups:
-        return [Section("capture", figures_options(dev, region_bytes), "", dev["bytes"],
-                        dev["requests"])]  # fmt: skip
+        return [Section("capture", figures_options(dev, region_bytes, dev.get("read_ahead_kb")),
+                        "", dev["bytes"], dev["requests"])]  # fmt: skip
     regions = _regions([g["footprint_bytes"] for g in groups], region_bytes)
     out: list[Section] = []
     for group, region in zip(groups, regions, strict=True):
         name = _section_name(group["comm"], {s.name for s in out})
-        out.append(Section(name, figures_options(group, region), group["comm"], group["bytes"],
+        found_options = figures_options(group, region, dev.get("read_ahead_kb"))
+        out.append(Section(name, found_options, group["comm"], group["bytes"],
                            group["requests"]))  # fmt: skip
     return out
 
