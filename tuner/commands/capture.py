@@ -220,7 +220,7 @@ def _check(
         whole = size if all(r is not None for _, _, r in sections) else None
         with TrialTarget.scratch(directory, whole) as scratch:
             found = run(scratch)
-    _report(found, original, out, as_json)
+    _report(found, original, out, as_json, groups=True)
 
 
 def _replay(
@@ -266,7 +266,12 @@ def _target(name: str, writes: bool) -> TrialTarget:
     return TrialTarget.device(f"/dev/{resolve(name).name}", destroy_data=writes)
 
 
-def _report(found: Any, original: Any, out: Path | None, as_json: bool) -> None:
+def _report(
+    found: Any, original: Any, out: Path | None, as_json: bool, groups: bool = False
+) -> None:
+    """The capture `found`, alone or beside `original`; with `groups` (a reproduction's
+    check) beside the process group it reproduces where it reproduces one, the device's
+    own fidelity printed too."""
     if out is not None:
         _write(found.to_json(), out)
     if original is None:
@@ -275,16 +280,23 @@ def _report(found: Any, original: Any, out: Path | None, as_json: bool) -> None:
         else:
             _summary(found.data)
         return
-    from tuner.capture.compare import compare, fidelity
+    from tuner.capture.compare import application, compare, fidelity
 
-    rows = compare(original, found)
+    against = application(original) if groups else original
+    rows = compare(against, found)
+    whole = fidelity(compare(original, found))
     if as_json:
-        typer.echo(json.dumps({"fidelity": fidelity(rows), "rows": [r.__dict__ for r in rows]},
+        typer.echo(json.dumps({"fidelity": fidelity(rows), "against": against.where,
+                               "device_fidelity": whole, "rows": [r.__dict__ for r in rows]},
                               indent=1))  # fmt: skip
         return
     from tuner.capture.view import render_compare
 
     render_compare(output_console(), rows, fidelity(rows))
+    if against is not original:
+        output_console().print(f"against {against.where}; against the whole device "
+                               f"(every process group): fidelity {whole:.1%}",
+                               style="dim", highlight=False, markup=False)  # fmt: skip
 
 
 def _summary(data: dict[str, Any]) -> None:
