@@ -14,17 +14,17 @@ $IOTUNER_STATE_DIR (/tmp/iotuner-bench-capture-state when unset):
    `tar -cf - FILE | cat`) read one file each; the capture's CPU time (user + system, from
    wait4) over its wall time is its cost;
 2. the fingerprint's reproduction (`iotuner capture --reproduce`, its region the files'
-   footprint) is run on d1, d0's twin without a file system, by `iotuner capture --check
-   --against --destroy-data`, which captures it (--check-rounds times; with --check-baseline
-   DIR, DIR's reproduction of the same fingerprint checked by DIR before each of this one's,
-   interleaved): the table prints each fidelity figure (request sizes as the histograms' total
-   variation distance, read share, streams, mean queue depth) of the original and the
-   reproduction, and their difference (issue 32's target: each within 15 %);
+   footprint) is run on a scratch file in the lab's xfs (the backup's files removed first)
+   by `iotuner capture --check --target --against`, which captures it (--check-rounds
+   times; with --check-baseline DIR, DIR's reproduction of the same fingerprint before each
+   of this one's, interleaved, both checked by this checkout): the table prints each
+   fidelity figure (request sizes as the histograms' total variation distance, read share,
+   streams, mean queue depth) of the original and the reproduction, and their difference
+   (issue 32's target: each within 15 %);
 3. pgbench: PostgreSQL 15 (initdb on the lab's xfs, in a memory cgroup of 160 MiB, so its
    page cache is well short of the 300 MB database) runs `pgbench -S` (select-only, 4
    clients; --tpcb: TPC-B-like) while it is captured; its reproduction (which writes: hint
-   bits, statistics) is checked on d1, d0's twin without a file system (its readahead and
-   request size limit set to d0's);
+   bits, statistics) is checked the same way, once postgres is removed;
 4. cost at the disk's full rate: `iotuner capture` idle (the interpreter's start-up and the
    poll loop), then beside plain fio reading the disk as fast as it goes, (a) sequential
    1 MiB direct reads at depth 4, (b) sequential 4 KiB direct reads at depth 8 (the most
@@ -73,8 +73,8 @@ disks:
             seek_track_ms: 1.0, seek_full_ms: 16, overhead_ms: 0.2, cache_kib: 4096,
             queue_depth: 32, seed: 1}
 """
-"""d1 is d0's twin with no file system: a reproduction that writes (postgres sets hint bits
-and writes its statistics even under select-only) is checked there, never on d0's xfs."""
+"""d1 is d0's twin with no file system, unused since the checks run on a scratch file on d0's
+xfs: a raw block device's page cache reads 256 KiB where a file's reads 128 KiB."""
 FILE_MIB = 192
 PG_PORT = "5439"
 """The benchmark's own cluster's port (benchmarks/pg.py), never the system cluster's 5432."""
@@ -133,11 +133,8 @@ def _busiest(path: Path) -> dict[str, Any]:
     return max(devices, key=lambda d: d["bytes"])
 
 
-def backup_row(
-    device: str, twin: str, mount: str, args: argparse.Namespace, work: Path
-) -> dict[str, Any]:
-    """Concurrent readers (sha256sum, or tar piped to cat) captured, reproduced and checked
-    on `twin` (d0's twin without a file system)."""
+def backup_row(device: str, mount: str, args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """Concurrent readers (sha256sum, or tar piped to cat) captured, reproduced and checked."""
     files = [Path(mount, f"backup-{i}.dat") for i in range(args.readers)]
     for f in files:
         subprocess.run(["dd", "if=/dev/urandom", f"of={f}", "bs=1M", f"count={FILE_MIB}",
@@ -155,74 +152,59 @@ def backup_row(
             p.wait()
 
     cost = _captured(device, args.seconds, original, backup)
-    # On the twin, --destroy-data: a reproduction may write what the file system logged
-    # (a few requests among thousands: the read share rounds to 1), never on d0's xfs.
-    _same_queue(device, twin)
-    checks = _check_rounds("backup", original, args, twin, work, True)
     for f in files:
         f.unlink()
+    checks = _check_rounds("backup", original, args, mount, work)
     return {"row": f"backup: {args.readers} x {args.reader}", "cost": cost, **checks}
 
 
-def _same_queue(device: str, twin: str) -> None:
-    """The twin's readahead and request size limit set to the device's (the lab's own
-    disks): a buffered reader's requests are readahead windows, and a file system's mount
-    can leave the two apart (d1 read 256 KiB windows where d0 read 128 KiB)."""
-    for key in ("read_ahead_kb", "max_sectors_kb"):
-        want = Path(f"/sys/block/{Path(device).name}/queue/{key}").read_text().strip()
-        knob = Path(f"/sys/block/{Path(twin).name}/queue/{key}")
-        had = knob.read_text().strip()
-        if had != want:
-            knob.write_text(want + "\n")
-            print(f"{twin}: {key} {had} -> {want}, as {device}", file=sys.stderr)
-
-
 def _check_rounds(
-    name: str, original: Path, args: argparse.Namespace, device: str, work: Path, destroy: bool
+    name: str, original: Path, args: argparse.Namespace, mount: str, work: Path
 ) -> dict[str, Any]:
-    """`_checked` --check-rounds times, by this checkout and, with --check-baseline DIR, by
-    DIR's (DIR's reproduction of the same fingerprint, checked by DIR), interleaved: DIR, this,
-    DIR, this. The last round's check by this checkout is the row; every check is kept."""
+    """`_checked` --check-rounds times, this checkout's reproduction and, with
+    --check-baseline DIR, DIR's reproduction of the same fingerprint (both checked by this
+    checkout), interleaved: DIR, this, DIR, this. The last round's check of this checkout's
+    reproduction is the row; every check is kept."""
     trees: list[Path | None] = [args.check_baseline, None] if args.check_baseline else [None]
     checks: list[dict[str, Any]] = []
     for round_ in range(1, args.check_rounds + 1):
         for tree in trees:
-            done = _checked(name, original, args.seconds, device, work, destroy, tree)
+            done = _checked(name, original, args.seconds, mount, work, tree)
             checks.append({"round": round_, "tree": str(tree or "this"),
                            "load": os.getloadavg()[0], **done})  # fmt: skip
     return {**(checks[-1] if checks else {}), "checks": checks}
 
 
 def _checked(
-    name: str,
-    original: Path,
-    seconds: float,
-    device: str,
-    work: Path,
-    destroy: bool = True,
-    tree: Path | None = None,
+    name: str, original: Path, seconds: float, mount: str, work: Path, tree: Path | None = None
 ) -> dict[str, Any]:
-    """The reproduction of `original` written and checked on `device` (`--destroy-data` when
-    its job writes to the raw device), by the checkout `tree` (this one when None): the
-    check's document and the job."""
+    """The reproduction of `original`, written by the checkout `tree` (this one when None),
+    checked by this checkout on a scratch file in `mount` (`capture --check --target`: the
+    lab's xfs, where the application ran; a raw block device's page cache reads 256 KiB
+    where a file's reads 128 KiB at the same readahead): the check's document and the job."""
     job = work / f"{name}{'-baseline' if tree else ''}.fio"
     footprint = _busiest(original)["footprint_bytes"]
-    done = _cli("capture", "--reproduce", str(original), "--region", str(footprint),
+    source = original
+    if tree is not None:
+        # A checkout before the device's read_ahead_kb was recorded refuses the field.
+        doc = json.loads(original.read_text())
+        for dev in doc["devices"]:
+            dev.pop("read_ahead_kb", None)
+        source = work / f"{name}-baseline.json"
+        source.write_text(json.dumps(doc))
+    done = _cli("capture", "--reproduce", str(source), "--region", str(footprint),
                 "--out", str(job), cwd=tree)  # fmt: skip
     if done.returncode != 0:
         raise SystemExit(done.stderr)
     _drop_caches()
-    check = _cli("capture", "--check", str(job), "--device", device, "--seconds",
-                 str(seconds - 2), "--against", str(original), "--json",
-                 *(["--destroy-data"] if destroy else []), cwd=tree)  # fmt: skip
+    check = _cli("capture", "--check", str(job), "--target", mount, "--seconds",
+                 str(seconds - 2), "--against", str(original), "--json")  # fmt: skip
     if check.returncode != 0:
         raise SystemExit(check.stderr)
     return {"job": job.read_text(), **json.loads(check.stdout)}
 
 
-def pgbench_row(
-    device: str, twin: str, mount: str, args: argparse.Namespace, work: Path
-) -> dict[str, Any]:
+def pgbench_row(device: str, mount: str, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     """pgbench select-only on a database larger than postgres' page cache, captured,
     reproduced and checked; postgres runs in a memory cgroup of PG_MEMORY."""
     original = work / "pgbench.json"
@@ -240,8 +222,7 @@ def pgbench_row(
             cost = _captured(device, args.seconds, original, select_only)
         finally:
             pg.remove()
-    _same_queue(device, twin)
-    checked = _check_rounds("pgbench", original, args, twin, work, True)
+    checked = _check_rounds("pgbench", original, args, mount, work)
     mode = "TPC-B-like" if args.tpcb else "-S"
     return {"row": f"pgbench {mode}, scale {PG_SCALE}, {PG_MEMORY >> 20} MiB cgroup",
             "cost": cost, "tps": tps, **checked}  # fmt: skip
@@ -324,12 +305,10 @@ def main() -> None:
         assert lab.mountpoint is not None
         with tempfile.TemporaryDirectory(prefix="iotuner-bench-capture-") as tmp:
             if not args.cost_only and not args.no_backup:
-                twin = lab.disks[1].device
-                rows.append(backup_row(device, twin, lab.mountpoint, args, Path(tmp)))
+                rows.append(backup_row(device, lab.mountpoint, args, Path(tmp)))
             if not args.no_pgbench and not args.cost_only:
                 try:
-                    twin = lab.disks[1].device
-                    rows.append(pgbench_row(device, twin, lab.mountpoint, args, Path(tmp)))
+                    rows.append(pgbench_row(device, lab.mountpoint, args, Path(tmp)))
                 except (subprocess.CalledProcessError, SystemExit) as err:
                     print(
                         f"pgbench row failed: {err} {getattr(err, 'stderr', '')}", file=sys.stderr
