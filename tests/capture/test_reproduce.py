@@ -174,8 +174,7 @@ def test_the_logs_flushes_sync_no_more_writes_than_were_synced() -> None:
     assert options(found)["fdatasync"] == "2"
     (postgres,) = sections(found)
     assert postgres.comm == "postgres" and postgres.options["fdatasync"] == "1"
-    # fio's default would advise a random job random, turning off the readahead that
-    # flagged 99.7 % of the backends' reads
+    # fio's default would advise a random job random, which postgres does not
     assert postgres.options["fadvise_hint"] == "0"
     assert (postgres.options["rw"], postgres.options["bs"], postgres.options["numjobs"]) == (
         "randrw", "8k", "4"

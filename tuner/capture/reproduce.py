@@ -81,8 +81,8 @@ def _advice(figures: Mapping[str, Any], sequential: bool, read_ahead_kb: int | N
     """fio's fadvise_hint for a buffered job: "sequential" where the captured readahead
     windows were twice the device's readahead (the reader advised it), else "0": fio's default
     (1) advises sequential or random by the job's pattern, which doubles a sequential job's
-    windows (256 KiB requests where tar's were 128 KiB) and turns a random job's readahead
-    off (a database's page cache misses were flagged readahead)."""
+    windows (256 KiB requests where tar's were 128 KiB) and advises a random job random,
+    which the application did not."""
     reads = figures["sizes"]["read"]
     if not sequential or not read_ahead_kb or not reads:
         return "0"
