@@ -1,9 +1,11 @@
-"""A fio job reproducing a fingerprint's busiest device, as a trial runs it.
+"""A fio job reproducing a fingerprint's busiest device: one job section a process group.
 
-A trial runs one job section (tuner/trials/jobcheck.py), so the reproduction is one section
-whose numjobs= copies stand for the concurrent streams; the trial gives each copy its own
-slice of the trial's region (tuner/trials/fio.py job_text), as separate files or parts of a
-disk are. How each figure maps (docs/capture.md):
+Each process group over MIN_SHARE of the device's requests or bytes is a section of its own
+(`sections`; kblockd's workers, which send the flushes others ask for, are none), whose
+numjobs= copies stand for its concurrent streams, each in its own slice of the section's
+region, as separate files or parts of a disk are. `capture --check` runs the sections side by
+side; a trial runs one (tuner/trials/jobcheck.py), the busiest group's (`job_text(one=True)`).
+How each of a group's figures maps (docs/capture.md):
 
 - request sizes: bssplit= from the read and write size histograms (power-of-two buckets of at
   least MIN_SHARE of the requests);
@@ -18,7 +20,8 @@ disk are. How each figure maps (docs/capture.md):
 - flushes: fdatasync= the writes between cache flushes (the block layer sees a flush, not
   which call asked for it; fsync and fdatasync send the same flush on a file's data);
 - buffered or direct: reads the kernel flagged readahead are buffered reads (psync, direct=0,
-  bs= the smallest common read size: the device sees the readahead window either way); other
+  bs= the smallest common read size: the device sees the readahead window either way;
+  fadvise_hint= as the application advised, see `_advice`); other
   reads were page cache misses or direct reads and are reproduced as direct reads, which reach
   the device the same way; writes without the sync flag are buffered (writeback);
 - footprint: size= the captured footprint, at most the trial's region.
