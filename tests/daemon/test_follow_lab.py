@@ -100,19 +100,21 @@ def test_a_returning_workload_is_a_warm_start_without_a_search(
     stored = json.loads((state / FILE_NAME).read_text())
     assert [r["id"] for r in stored["entries"]] == [remembered]
     # B: the counters move (request size, depth, rate), B is captured, its re-tune waits for
-    # 3 s of idle devices; A comes back before then and is captured again. A runs until its
-    # warm start is seen (its capture needs it held 1.5 s and then 2 s more, later on a
-    # loaded machine), then it is stopped.
+    # 3 s of idle devices; A comes back and is captured again. A runs until its warm start is
+    # seen (its capture needs it held 1.5 s and then 2 s more), then it is stopped. B's
+    # re-tune is usually dropped (A is back before 3 s of idle), but B on a loop device in
+    # memory is 0-1 % busy (io_ticks count whole milliseconds: 0 in some samples), so it can
+    # count as idle itself and B's search then runs first: A is captured after it.
     b = fio(disk, B, 6)
     waiting(daemon, "B captured", lambda: len(follow_events(daemon, "captured")) >= 2, timeout=40)
     b.wait(timeout=60)
-    again = fio(disk, A, 60)
+    again = fio(disk, A, 300)
     try:
         warm = waiting(
             daemon,
             "A's warm start",
             lambda: [e for e in daemon.events("retune") if e["data"].get("warm_start")],
-            timeout=60,
+            timeout=240,
         )
     finally:
         again.terminate()
@@ -120,9 +122,9 @@ def test_a_returning_workload_is_a_warm_start_without_a_search(
     data = warm[-1]["data"]
     assert data["memory_id"] == remembered and data["trials"] == 0, data
     assert data["distance"] <= 0.15 and "no search" in warm[-1]["message"]
-    # No second search ran: one tune child in the whole run; B's waiting re-tune was dropped.
+    # A was searched once in the whole run: its return was the warm start, no second search.
     runs = [e for e in daemon.events("retune") if e["data"].get("step") == "tune"
-            and e["data"].get("state") == "running"]  # fmt: skip
+            and e["data"].get("state") == "running" and "random-read" in e["message"]]  # fmt: skip
     assert len(runs) == 1, [e["message"] for e in runs]
     shown = daemon.state()
     assert shown["follow"]["warm_starts"] == 1 and shown["follow"]["captures"] >= 3
