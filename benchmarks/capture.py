@@ -1,24 +1,30 @@
 """Capture fidelity and cost: an application captured, reproduced, and the reproduction
 captured again, on the lab's modelled hard disk (issue 32).
 
-    python -m benchmarks.capture [--seconds 12] [--readers 4] [--rounds 2] [--cost-only]
-                                 [--baseline DIR] [--out FILE]
+    python -m benchmarks.capture [--seconds 12] [--readers 4] [--reader sha256sum|tar]
+                                 [--no-pgbench] [--no-backup] [--tpcb] [--rounds 2]
+                                 [--cost-only] [--baseline DIR] [--check-rounds 1]
+                                 [--check-baseline DIR] [--keep DIR] [--out FILE]
 
 As root, on a lab like `hdd` (one modelled 7200 rpm disk, nbdkit) with xfs on it, in
 $IOTUNER_STATE_DIR (/tmp/iotuner-bench-capture-state when unset):
 
 1. backup: READERS large files are written and their pages dropped; `iotuner capture` (a
-   subprocess) records the disk while READERS concurrent `sha256sum` processes read one file
-   each; the capture's CPU time (user + system, from wait4) over its wall time is its cost;
+   subprocess) records the disk while READERS concurrent `sha256sum` processes (--reader tar:
+   `tar -cf - FILE | cat`) read one file each; the capture's CPU time (user + system, from
+   wait4) over its wall time is its cost;
 2. the fingerprint's reproduction (`iotuner capture --reproduce`, its region the files'
-   footprint) is run on the same disk by `iotuner capture --check --against`, which captures
-   it: the table prints each fidelity figure (request sizes as the histograms' total
-   variation distance, read share, streams, mean queue depth) of the original and the
-   reproduction, and their difference (issue 32's target: each within 15 %);
+   footprint) is run on a scratch file in the lab's xfs (the backup's files removed first)
+   by `iotuner capture --check --target --against`, which captures it (--check-rounds
+   times; with --check-baseline DIR, DIR's reproduction of the same fingerprint before each
+   of this one's, interleaved, both checked by this checkout): the table prints each
+   fidelity figure (request sizes as the histograms' total variation distance, read share,
+   streams, mean queue depth) of the original and the reproduction, and their difference
+   (issue 32's target: each within 15 %);
 3. pgbench: PostgreSQL 15 (initdb on the lab's xfs, in a memory cgroup of 160 MiB, so its
    page cache is well short of the 300 MB database) runs `pgbench -S` (select-only, 4
-   clients) while it is captured; its reproduction (which writes: hint bits, statistics) is
-   checked on d1, d0's twin without a file system;
+   clients; --tpcb: TPC-B-like) while it is captured; its reproduction (which writes: hint
+   bits, statistics) is checked the same way, once postgres is removed;
 4. cost at the disk's full rate: `iotuner capture` idle (the interpreter's start-up and the
    poll loop), then beside plain fio reading the disk as fast as it goes, (a) sequential
    1 MiB direct reads at depth 4, (b) sequential 4 KiB direct reads at depth 8 (the most
@@ -37,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -66,8 +73,8 @@ disks:
             seek_track_ms: 1.0, seek_full_ms: 16, overhead_ms: 0.2, cache_kib: 4096,
             queue_depth: 32, seed: 1}
 """
-"""d1 is d0's twin with no file system: a reproduction that writes (postgres sets hint bits
-and writes its statistics even under select-only) is checked there, never on d0's xfs."""
+"""d1 is d0's twin with no file system, unused since the checks run on a scratch file on d0's
+xfs: a raw block device's page cache reads 256 KiB where a file's reads 128 KiB."""
 FILE_MIB = 192
 PG_PORT = "5439"
 """The benchmark's own cluster's port (benchmarks/pg.py), never the system cluster's 5432."""
@@ -78,6 +85,7 @@ PG_MEMORY = 160 << 20
 of the database, so select-only reads reach the disk (as issue 32's 1.7 GB database did
 with 448 MB of page cache)."""
 FIDELITY = ("request sizes (histogram)", "read share (bytes)", "streams", "queue depth (mean)")
+SHOWN = ("requests/s", "MB/s", "sequential share", "writes per flush")
 
 
 def _cli(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
@@ -125,49 +133,78 @@ def _busiest(path: Path) -> dict[str, Any]:
     return max(devices, key=lambda d: d["bytes"])
 
 
-def backup_row(device: str, mount: str, readers: int, seconds: float, work: Path) -> dict[str, Any]:
-    """Concurrent sha256sum readers captured, reproduced and checked."""
-    files = [Path(mount, f"backup-{i}.dat") for i in range(readers)]
+def backup_row(device: str, mount: str, args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """Concurrent readers (sha256sum, or tar piped to cat) captured, reproduced and checked."""
+    files = [Path(mount, f"backup-{i}.dat") for i in range(args.readers)]
     for f in files:
         subprocess.run(["dd", "if=/dev/urandom", f"of={f}", "bs=1M", f"count={FILE_MIB}",
                         "status=none", "conv=fsync"], check=True)  # fmt: skip
     _drop_caches()
     original = work / "backup.json"
+    # GNU tar writing to /dev/null itself skips reading the data: piped through cat.
+    tar = ["sh", "-c", 'tar -cf - "$1" | cat > /dev/null', "sh"]
+    command = {"sha256sum": ["sha256sum"], "tar": tar}[args.reader]
 
     def backup() -> None:
-        procs = [subprocess.Popen(["timeout", str(seconds - 2), "sha256sum", str(f)],
+        procs = [subprocess.Popen(["timeout", str(args.seconds - 2), *command, str(f)],
                                   stdout=subprocess.DEVNULL) for f in files]  # fmt: skip
         for p in procs:
             p.wait()
 
-    cost = _captured(device, seconds, original, backup)
-    checked = _checked("backup", original, seconds, device, work, destroy=False)
+    cost = _captured(device, args.seconds, original, backup)
     for f in files:
         f.unlink()
-    return {"row": f"backup: {readers} x sha256sum", "cost": cost, **checked}
+    checks = _check_rounds("backup", original, args, mount, work)
+    return {"row": f"backup: {args.readers} x {args.reader}", "cost": cost, **checks}
+
+
+def _check_rounds(
+    name: str, original: Path, args: argparse.Namespace, mount: str, work: Path
+) -> dict[str, Any]:
+    """`_checked` --check-rounds times, this checkout's reproduction and, with
+    --check-baseline DIR, DIR's reproduction of the same fingerprint (both checked by this
+    checkout), interleaved: DIR, this, DIR, this. The last round's check of this checkout's
+    reproduction is the row; every check is kept."""
+    trees: list[Path | None] = [args.check_baseline, None] if args.check_baseline else [None]
+    checks: list[dict[str, Any]] = []
+    for round_ in range(1, args.check_rounds + 1):
+        for tree in trees:
+            done = _checked(name, original, args.seconds, mount, work, tree)
+            checks.append({"round": round_, "tree": str(tree or "this"),
+                           "load": os.getloadavg()[0], **done})  # fmt: skip
+    return {**(checks[-1] if checks else {}), "checks": checks}
 
 
 def _checked(
-    name: str, original: Path, seconds: float, device: str, work: Path, destroy: bool = True
+    name: str, original: Path, seconds: float, mount: str, work: Path, tree: Path | None = None
 ) -> dict[str, Any]:
-    """The reproduction of `original` written and checked on `device` (`--destroy-data` when
-    its job writes to the raw device): the check's document."""
-    job = work / f"{name}.fio"
+    """The reproduction of `original`, written by the checkout `tree` (this one when None),
+    checked by this checkout on a scratch file in `mount` (`capture --check --target`: the
+    lab's xfs, where the application ran; a raw block device's page cache reads 256 KiB
+    where a file's reads 128 KiB at the same readahead): the check's document and the job."""
+    job = work / f"{name}{'-baseline' if tree else ''}.fio"
     footprint = _busiest(original)["footprint_bytes"]
-    done = _cli("capture", "--reproduce", str(original), "--region", str(footprint),
-                "--out", str(job))  # fmt: skip
+    source = original
+    if tree is not None:
+        # A checkout before the device's read_ahead_kb was recorded refuses the field.
+        doc = json.loads(original.read_text())
+        for dev in doc["devices"]:
+            dev.pop("read_ahead_kb", None)
+        source = work / f"{name}-baseline.json"
+        source.write_text(json.dumps(doc))
+    done = _cli("capture", "--reproduce", str(source), "--region", str(footprint),
+                "--out", str(job), cwd=tree)  # fmt: skip
     if done.returncode != 0:
         raise SystemExit(done.stderr)
     _drop_caches()
-    check = _cli("capture", "--check", str(job), "--device", device, "--seconds",
-                 str(seconds - 2), "--against", str(original), "--json",
-                 *(["--destroy-data"] if destroy else []))  # fmt: skip
+    check = _cli("capture", "--check", str(job), "--target", mount, "--seconds",
+                 str(seconds - 2), "--against", str(original), "--json")  # fmt: skip
     if check.returncode != 0:
         raise SystemExit(check.stderr)
     return {"job": job.read_text(), **json.loads(check.stdout)}
 
 
-def pgbench_row(device: str, twin: str, mount: str, seconds: float, work: Path) -> dict[str, Any]:
+def pgbench_row(device: str, mount: str, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     """pgbench select-only on a database larger than postgres' page cache, captured,
     reproduced and checked; postgres runs in a memory cgroup of PG_MEMORY."""
     original = work / "pgbench.json"
@@ -179,15 +216,16 @@ def pgbench_row(device: str, twin: str, mount: str, seconds: float, work: Path) 
             _drop_caches()
 
             def select_only() -> None:
-                out = pg.pgbench("-S", seconds=seconds - 2)
+                out = pg.pgbench(*([] if args.tpcb else ["-S"]), seconds=args.seconds - 2)
                 tps.extend(ln for ln in out.splitlines() if ln.startswith("tps"))
 
-            cost = _captured(device, seconds, original, select_only)
+            cost = _captured(device, args.seconds, original, select_only)
         finally:
             pg.remove()
-    checked = _checked("pgbench", original, seconds, twin, work)
-    return {"row": f"pgbench -S, scale {PG_SCALE}, {PG_MEMORY >> 20} MiB cgroup", "cost": cost,
-            "tps": tps, **checked}  # fmt: skip
+    checked = _check_rounds("pgbench", original, args, mount, work)
+    mode = "TPC-B-like" if args.tpcb else "-S"
+    return {"row": f"pgbench {mode}, scale {PG_SCALE}, {PG_MEMORY >> 20} MiB cgroup",
+            "cost": cost, "tps": tps, **checked}  # fmt: skip
 
 
 def cost_rows(
@@ -241,11 +279,22 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=12.0)
     parser.add_argument("--readers", type=int, default=4)
     parser.add_argument("--no-pgbench", action="store_true", help="the backup row only")
+    parser.add_argument("--no-backup", action="store_true", help="no backup row")
+    parser.add_argument("--tpcb", action="store_true", help="pgbench TPC-B-like, not -S")
     parser.add_argument("--cost-only", action="store_true", help="the cost rows only")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds of cost rows")
     parser.add_argument("--baseline", type=Path, help="another checkout to run the cost rows by, "
                         "interleaved with this one's")  # fmt: skip
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--reader", choices=("sha256sum", "tar"), default="sha256sum",
+                        help="the backup's readers")  # fmt: skip
+    parser.add_argument("--check-rounds", type=int, default=1, help="checks of each reproduction")
+    parser.add_argument(
+        "--check-baseline",
+        type=Path,
+        help="another checkout whose reproduction of the same fingerprint is checked too",
+    )
+    parser.add_argument("--keep", type=Path, help="copy fingerprints and jobs to this directory")
     args = parser.parse_args()
     os.environ.setdefault("IOTUNER_STATE_DIR", "/tmp/iotuner-bench-capture-state")
     Path(os.environ["IOTUNER_STATE_DIR"]).mkdir(mode=0o700, exist_ok=True)
@@ -255,19 +304,20 @@ def main() -> None:
         device = lab.disks[0].device
         assert lab.mountpoint is not None
         with tempfile.TemporaryDirectory(prefix="iotuner-bench-capture-") as tmp:
-            if not args.cost_only:
-                rows.append(
-                    backup_row(device, lab.mountpoint, args.readers, args.seconds, Path(tmp))
-                )
+            if not args.cost_only and not args.no_backup:
+                rows.append(backup_row(device, lab.mountpoint, args, Path(tmp)))
             if not args.no_pgbench and not args.cost_only:
                 try:
-                    twin = lab.disks[1].device
-                    rows.append(pgbench_row(device, twin, lab.mountpoint, args.seconds, Path(tmp)))
+                    rows.append(pgbench_row(device, lab.mountpoint, args, Path(tmp)))
                 except (subprocess.CalledProcessError, SystemExit) as err:
                     print(
                         f"pgbench row failed: {err} {getattr(err, 'stderr', '')}", file=sys.stderr
                     )
             costs = cost_rows(device, args.seconds, Path(tmp), args.rounds, args.baseline)
+            if args.keep is not None:
+                args.keep.mkdir(parents=True, exist_ok=True)
+                for kept in [*Path(tmp).glob("*.json"), *Path(tmp).glob("*.fio")]:
+                    shutil.copy(kept, args.keep / kept.name)
     finally:
         for _ in range(5):
             try:
@@ -279,18 +329,21 @@ def main() -> None:
     load = os.getloadavg()
     print(f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} (a shared machine)")
     for row in rows:
-        print(f"\n{row['row']}: fidelity {row['fidelity']:.1%} (target 15 %)")
         for line in row.get("tps", []):
-            print(f"pgbench during the capture: {line}")
-        print(f"{'statistic':28} {'original':>12} {'reproduction':>13} {'difference':>11}")
-        for r in row["rows"]:
-            if r["name"] in FIDELITY or r["name"] in ("requests/s", "MB/s", "sequential share"):
-                a, b = r["original"], r["reproduction"]
-                print(
-                    f"{r['name']:28} {'-' if a is None else f'{a:.4g}':>12} "
-                    f"{'-' if b is None else f'{b:.4g}':>13} {r['difference']:>10.1%}"
-                )
-        print("\nreproduction:\n" + row["job"])
+            print(f"{row['row']}: pgbench during the capture: {line}")
+        for check in row["checks"]:
+            print(f"\n{row['row']}, check {check['round']} by {check['tree']} (load "
+                  f"{check['load']:.1f}): fidelity {check['fidelity']:.1%}")  # fmt: skip
+            print(f"{'statistic':28} {'original':>12} {'reproduction':>13} {'difference':>11}")
+            for r in check["rows"]:
+                if r["name"] in FIDELITY or r["name"] in SHOWN:
+                    a, b = r["original"], r["reproduction"]
+                    diff = "-" if r["difference"] is None else f"{r['difference']:.1%}"
+                    print(
+                        f"{r['name']:28} {'-' if a is None else f'{a:.4g}':>12} "
+                        f"{'-' if b is None else f'{b:.4g}':>13} {diff:>11}"
+                    )
+            print("\nreproduction:\n" + check["job"])
     idle = {(r["round"], r["tree"]): r["cost"]["cpu_s"] for r in costs if r["iops"] == 0.0}
     print(f"{'capture cost beside':34} {'round':>5} {'req/s':>8} {'MB/s':>7} {'CPU s':>6} "
           f"{'wall s':>7} {'of a core':>9} {'beyond idle':>11} {'load':>5}")  # fmt: skip
@@ -301,7 +354,8 @@ def main() -> None:
         rate = "-" if row["iops"] is None else f"{row['iops']:.0f}"
         mbps = "-" if row["mbps"] is None else f"{row['mbps']:.0f}"
         load = "-" if row["load"] is None else f"{row['load']:.1f}"
-        beyond = max(0.0, c["cpu_s"] - idle[(row["round"], row["tree"])]) / c["wall_s"]
+        idle_s = idle.get((row["round"], row["tree"]))  # none without --rounds
+        beyond = max(0.0, c["cpu_s"] - (idle_s or 0.0)) / c["wall_s"]
         print(f"{row['row']:34} {row['round']:>5} {rate:>8} {mbps:>7} {c['cpu_s']:6.2f} "
               f"{c['wall_s']:7.1f} {c['core_share']:9.2%} {beyond:11.2%} {load:>5}")  # fmt: skip
     if args.out:

@@ -59,6 +59,9 @@ def _set(doc: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, An
         (("devices", 0, "file"), "/etc/passwd", "not a fingerprint field"),
         (("devices",), [{}] * 17, "more than 16"),
         (("kernel",), "6.18; rm -rf /", "kernel release"),
+        (("devices", 0, "read_ahead_kb"), -1, "out of range"),
+        (("devices", 0, "read_ahead_kb"), "128", "whole number"),
+        (("devices", 0, "by_process", 0, "read_ahead_kb"), 128, "not a fingerprint field"),
     ],
 )
 def test_a_wrong_field_is_refused_naming_it(path: tuple[Any, ...], value: Any, says: str) -> None:
@@ -68,6 +71,14 @@ def test_a_wrong_field_is_refused_naming_it(path: tuple[Any, ...], value: Any, s
     message = str(err.value)
     assert says in message and "\n" not in message
     assert message.startswith("fp.json")
+
+
+def test_the_devices_readahead_is_kept_and_may_be_absent() -> None:
+    """Fingerprints written before it was recorded still load; a recorded one reads back."""
+    doc = _doc()
+    assert "read_ahead_kb" not in check(doc, "old.json").devices[0]
+    doc["devices"][0]["read_ahead_kb"] = 128
+    assert check(doc, "new.json").devices[0]["read_ahead_kb"] == 128
 
 
 def test_a_missing_field_is_refused() -> None:

@@ -51,20 +51,26 @@ class Loops:
         self.dirs.append(path)
         return path
 
-    def attach(self, directory: Path, size_mb: int, file: str | None = None) -> str:
+    def attach(
+        self, directory: Path, size_mb: int, file: str | None = None, device: str | None = None
+    ) -> str:
         """A loop device over `directory/file` (made `size_mb` MiB if new); its kernel name.
 
         A new file reaches `size_mb` only once the device's queue is fresh (see above); a file
         that exists is attached whole at once, so re-attach one only where no daemon process
-        watches its class (test_hotplug.py drives the daemon's holder itself)."""
+        watches its class (test_hotplug.py drives the daemon's holder itself). `device`: this
+        /dev/loopN rather than the first free one (spare_device)."""
         assert size_mb != HIDDEN_MB, f"{HIDDEN_MB} MiB is the size of a device being reset"
         backing = directory / (file or f"d{uuid.uuid4().hex[:6]}.img")
         new = not backing.exists()
         if new:
             with backing.open("wb") as f:
                 f.truncate(HIDDEN_MB << 20)
-        device = subprocess.run(["losetup", "--find", "--show", str(backing)], check=True,
-                                capture_output=True, text=True).stdout.strip()  # fmt: skip
+        if device is None:
+            device = subprocess.run(["losetup", "--find", "--show", str(backing)], check=True,
+                                    capture_output=True, text=True).stdout.strip()  # fmt: skip
+        else:
+            subprocess.run(["losetup", device, str(backing)], check=True, capture_output=True)
         name = device.removeprefix("/dev/")
         self.found[name] = {s: queue_value(name, s) for s in SETTINGS}
         make_fresh(name)
@@ -88,3 +94,12 @@ class Loops:
             self.detach(name)
         for path in self.dirs:
             shutil.rmtree(path, ignore_errors=True)
+
+
+def spare_device(first: int = 200) -> str:
+    """A /dev/loopN no one holds, from `first` up: `losetup --find` (every other test's way)
+    takes the lowest free number, so this name is not reused while a test watches it."""
+    for number in range(first, first + 56):
+        if not Path(f"/sys/block/loop{number}/loop/backing_file").exists():
+            return f"/dev/loop{number}"
+    raise RuntimeError(f"no free loop device from loop{first} up")

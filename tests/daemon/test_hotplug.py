@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.loops import Loops
+from tests.daemon.loops import Loops, spare_device
 from tests.daemon.plans import HELD, SIZE_MB, apply, block_plan, queue, set_queue
 from tuner.apply import changeset
 from tuner.daemon.events import Event
@@ -174,7 +174,9 @@ def test_a_held_disk_that_leaves_is_not_checked_and_is_followed_when_it_comes_ba
 
 
 def test_a_detach_is_one_change_event_not_two(loops: Loops, monitor: HotplugMonitor) -> None:
-    name = loops.attach(loops.directory(), SIZE_MB)
+    # A number no other test's `losetup --find` takes: a worker beside this one re-attached
+    # loop0 within the 0.5 s and its events came under the same name (CI, 2026-11-28).
+    name = loops.attach(loops.directory(), SIZE_MB, device=spare_device())
     assert wait_for(monitor, name)
     loops.detach(name)  # the kernel sends two changes back to back
     time.sleep(0.5)

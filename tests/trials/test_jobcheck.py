@@ -15,10 +15,12 @@ from tuner.trials.fio import writes
 from tuner.trials.jobcheck import (
     ALLOWED,
     MAX_JOB_BYTES,
+    MAX_SECTIONS,
     REPLACED,
     check_job,
     io_direction,
     load_job,
+    load_jobs,
 )
 from tuner.trials.jobfile import load_fio_job
 
@@ -237,3 +239,23 @@ def test_where_a_read_only_job_reads_its_own_file_is_kept_apart() -> None:
     }
     assert "size" not in job.options and "filename" not in job.options
     assert check_job("[j]\nsize=$mb_memory\n", "j.fio").placement == {}
+
+
+def test_several_job_sections_are_each_checked_with_the_global_one(tmp_path: Path) -> None:
+    """A capture's reproduction has a section a process group: each is checked as a file of
+    [global] and that section alone, and a refusal names the file's own line."""
+    path = tmp_path / "groups.fio"
+    path.write_text("[global]\nbs=4k\n[readers]\nrw=read\nnumjobs=4\n[log]\nrw=write\n")
+    readers, log = load_jobs(path)
+    assert (readers.section, readers.writes, readers.options["bs"]) == ("readers", False, "4k")
+    assert (log.section, log.writes, log.options["bs"]) == ("log", True, "4k")
+    path.write_text("[readers]\nrw=read\n[log]\nrw=write\nexec_prerun=touch /x\n")
+    with pytest.raises(BadInput, match="line 5"):
+        load_jobs(path)
+    # a [global] after a job would apply to the later jobs only: refused, as for one job
+    path.write_text("[readers]\nrw=read\n[global]\nbs=8k\n[log]\nrw=write\n")
+    with pytest.raises(BadInput, match="before the job section"):
+        load_jobs(path)
+    path.write_text("".join(f"[j{i}]\nrw=read\n" for i in range(MAX_SECTIONS + 1)))
+    with pytest.raises(BadInput, match="job sections"):
+        load_jobs(path)

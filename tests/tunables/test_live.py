@@ -6,6 +6,8 @@ before it is detached (tests/loopdev.py).
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from tests.owned import Owned
 from tuner.tunables.access import Tunables
 from tuner.tunables.base import InvalidValue
 from tuner.tunables.engine import TunableEngine
+from tuner.tunables.journal import Journal, recover
 
 pytestmark = pytest.mark.lab
 
@@ -174,3 +177,29 @@ def test_readahead_moved_by_max_sectors_alone_is_restored(rotational: str) -> No
         before,
         "128",
     ), f"readahead was {moved} during the change"
+
+
+@pytest.mark.lab_parallel  # its own loop device (tests/owned.py), no figure, nothing host-wide
+def test_a_killed_processs_depth_comes_back_after_its_scheduler(loop: str, tmp_path: Path) -> None:
+    """Recovery (what `iotuner rollback` does for a tune killed with -9) meets the changes
+    newest first: the depth 202 is refused while the dead tune's scheduler none holds, and
+    is tried again once mq-deadline is back, not reported as a failure."""
+    Path(f"/sys/block/{loop}/queue/scheduler").write_text("mq-deadline\n")
+    Path(f"/sys/block/{loop}/queue/nr_requests").write_text("202\n")
+    state = tmp_path / "state.db"
+    killed = (
+        "import os, sys; from pathlib import Path\n"
+        "from tuner.tunables.engine import TunableEngine\n"
+        "from tuner.tunables.journal import Journal\n"
+        "engine = TunableEngine(Path('/'), Journal(Path(sys.argv[1])))\n"
+        "engine.apply({('block.scheduler', sys.argv[2]): 'none',"
+        " ('block.nr_requests', sys.argv[2]): 22})\n"
+        "os._exit(0)\n"  # no restore on the way out: as after kill -9
+    )
+    subprocess.run([sys.executable, "-c", killed, str(state), loop], check=True, timeout=60)
+    assert "[none]" in queue(loop, "scheduler") and queue(loop, "nr_requests") == "22"
+    with Journal(state) as journal:
+        results = recover(lambda root: TunableEngine(root, journal), journal)
+    assert sorted(r.outcome for r in results) == ["restored", "restored"], results
+    assert "[mq-deadline]" in queue(loop, "scheduler")
+    assert queue(loop, "nr_requests") == "202"

@@ -24,7 +24,7 @@ from tuner.apply.render import MANAGED_FILES, Rendered
 from tuner.errors import BadInput
 from tuner.outfile import write_file
 from tuner.tunables.access import Saved, Tunables, as_diskseq, as_netns, as_value
-from tuner.tunables.base import TunableError, Value
+from tuner.tunables.base import Value
 from tuner.tunables.engine import TunableEngine
 from tuner.tunables.journal import Journal, now
 
@@ -221,12 +221,10 @@ def undo(journal: Journal, apply_id: int) -> list[str]:
                 rules_touched |= saved.path.endswith(".rules")
         except OSError as err:
             problems.append(f"{saved.path}: {err.strerror or err}")
-    engine = TunableEngine(Path(row[0]))
-    for key, target, saved_value in reversed(_saved_values(journal, apply_id)):
-        try:
-            engine.restore_saved(key, target, saved_value)
-        except TunableError as err:
-            problems.append(str(err))
+    # One value at a time, newest first, failed where the kernel ties one attribute to
+    # another: a plan's scheduler none with its depth of 22 is undone depth first, and 256
+    # is refused until mq-deadline is back (the claims benchmark's hdd-streams-12, 2026-11-28).
+    problems += TunableEngine(Path(row[0])).restore_all_saved(_saved_values(journal, apply_id))
     if rules_touched:
         reload_udev()
     with journal.transaction():

@@ -4,15 +4,17 @@ fingerprint, for `capture --check` and for the fidelity `tune --capture` names."
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO
 
 from tuner.capture.fingerprint import Fingerprint
 from tuner.capture.session import capture, device
 from tuner.errors import IotunerError
-from tuner.trials.fio import job_text, run_fio
+from tuner.trials.fio import job_comment, job_text, run_fio
 from tuner.trials.targets import TrialTarget
 
+ALIGN = 1 << 20
+"""Sections start on whole MiB: no two share a page, a block or a readahead window's start."""
 SLACK_S = 30.0
 """How much longer than the job the capture may wait for fio to end (start-up, the flush)."""
 
@@ -32,6 +34,50 @@ def run_captured(
     text = job_text(dict(options), runtime_s=seconds, ramp_s=0.0, filename=target.path,
                     region_bytes=region, title="capture check")  # fmt: skip
     return run_text_captured(text, target, seconds, writes=writes, trace=trace)
+
+
+def run_sections_captured(
+    sections: Sequence[tuple[str, Mapping[str, Any], int | None]],
+    target: TrialTarget,
+    seconds: float,
+    *,
+    writes: bool = False,
+    trace: BinaryIO | None = None,
+) -> Fingerprint:
+    """Run several job sections (name, options, region bytes or None) side by side on
+    `target`, each in its own part of it, while its devices are captured: a reproduction of
+    a workload of several process groups (tuner/capture/reproduce.py sections)."""
+    return run_text_captured(sections_text(sections, target, seconds), target, seconds,
+                             writes=writes, trace=trace)  # fmt: skip
+
+
+def sections_text(
+    sections: Sequence[tuple[str, Mapping[str, Any], int | None]],
+    target: TrialTarget,
+    seconds: float,
+) -> str:
+    """The job file of `sections` on `target`: each is the job a trial would run on its own
+    region (tuner/trials/fio.py job_text), placed after the one before (offset=), so the
+    groups touch apart what they touched apart. A section without a region gets an equal
+    share of what the others leave; regions past the target's end shrink in proportion."""
+    named = sum(r for _, _, r in sections if r is not None)
+    free = max(0, target.size_bytes - named)
+    unnamed = sum(1 for _, _, r in sections if r is None)
+    regions = [r if r is not None else free // max(1, unnamed) for _, _, r in sections]
+    scale = min(1.0, target.size_bytes / max(1, sum(regions)))
+    lines = [job_comment(f"capture check, {len(sections)} sections")]
+    offset = 0
+    for name, options, region in zip((n for n, _, _ in sections), (o for _, o, _ in sections),
+                                     regions, strict=True):  # fmt: skip
+        share = int(region * scale) // ALIGN * ALIGN
+        if share < ALIGN:
+            raise IotunerError(f"{target.path}: too small for {len(sections)} job sections")
+        text = job_text(dict(options), runtime_s=seconds, ramp_s=0.0, filename=target.path,
+                        region_bytes=share, title="capture check")  # fmt: skip
+        body = [ln for ln in text.splitlines() if ln and ln[0] not in "[;#"]
+        lines += [f"[{name}]", *body, f"offset={offset}"]
+        offset += share
+    return "\n".join(lines) + "\n"
 
 
 def run_text_captured(

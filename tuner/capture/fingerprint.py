@@ -2,7 +2,8 @@
 
     {"schema": "iotuner-fingerprint", "version": 1, "kernel": "6.18.0", "source": "tracefs",
      "seconds": 60.0, "events": 120345, "unparsed": 0, "lost": 0,
-     "devices": [{"device": "sdb", "class": "hdd", "size_bytes": ..., <figures>,
+     "devices": [{"device": "sdb", "class": "hdd", "size_bytes": ..., "read_ahead_kb": 128,
+                  <figures>,
                   "by_process": [{"comm": "postgres", <figures>}, ...]}]}
 
 <figures> are stats.Group.summary's (docs/capture.md lists each). Statistics only: no file
@@ -78,7 +79,7 @@ def _choice(*names: str | int) -> Spec:
     return check
 
 
-def _record(fields: Mapping[str, Spec]) -> Spec:
+def _record(fields: Mapping[str, Spec], optional: frozenset[str] = frozenset()) -> Spec:
     def check(value: Any, where: str) -> Any:
         if not isinstance(value, dict):
             raise BadInput(f"{where}: expected an object")
@@ -86,10 +87,11 @@ def _record(fields: Mapping[str, Spec]) -> Spec:
         if unknown:
             # The key is the file's, not ours: quoted, so a newline in it stays on the one line.
             raise BadInput(f"{where}: {str(unknown[0])[:40]!r} is not a fingerprint field")
-        missing = sorted(set(fields) - set(value))
+        missing = sorted(set(fields) - set(value) - optional)
         if missing:
             raise BadInput(f"{where}.{missing[0]}: missing")
-        return {key: spec(value[key], f"{where}.{key}") for key, spec in fields.items()}
+        return {key: spec(value[key], f"{where}.{key}") for key, spec in fields.items()
+                if key in value}  # fmt: skip
 
     return check
 
@@ -160,11 +162,14 @@ DEVICE = _record(
         "device": _text(_NAME, "a device name"),
         "class": _choice("hdd", "ssd", "unknown"),
         "size_bytes": _COUNT,
+        "read_ahead_kb": _number(0, 1 << 30, whole=True),
         **FIGURES,
         "by_process": _list(
             _record({"comm": _text(_COMM, "a process name"), **FIGURES}), MAX_PROCESSES
         ),
-    }
+    },
+    # Recorded since the reproduction reads it (fadvise_hint); older fingerprints lack it.
+    optional=frozenset({"read_ahead_kb"}),
 )
 DOCUMENT = _record(
     {

@@ -1,9 +1,11 @@
-"""A fio job reproducing a fingerprint's busiest device, as a trial runs it.
+"""A fio job reproducing a fingerprint's busiest device: one job section a process group.
 
-A trial runs one job section (tuner/trials/jobcheck.py), so the reproduction is one section
-whose numjobs= copies stand for the concurrent streams; the trial gives each copy its own
-slice of the trial's region (tuner/trials/fio.py job_text), as separate files or parts of a
-disk are. How each figure maps (docs/capture.md):
+Each process group over MIN_SHARE of the device's requests or bytes is a section of its own
+(`sections`; kblockd's workers, which send the flushes others ask for, are none), whose
+numjobs= copies stand for its concurrent streams, each in its own slice of the section's
+region, as separate files or parts of a disk are. `capture --check` runs the sections side by
+side; a trial runs one (tuner/trials/jobcheck.py), the busiest group's (`job_text(one=True)`).
+How each of a group's figures maps (docs/capture.md):
 
 - request sizes: bssplit= from the read and write size histograms (power-of-two buckets of at
   least MIN_SHARE of the requests);
@@ -18,7 +20,8 @@ disk are. How each figure maps (docs/capture.md):
 - flushes: fdatasync= the writes between cache flushes (the block layer sees a flush, not
   which call asked for it; fsync and fdatasync send the same flush on a file's data);
 - buffered or direct: reads the kernel flagged readahead are buffered reads (psync, direct=0,
-  bs= the smallest common read size: the device sees the readahead window either way); other
+  bs= the smallest common read size: the device sees the readahead window either way;
+  fadvise_hint= as the application advised, see `_advice`); other
   reads were page cache misses or direct reads and are reproduced as direct reads, which reach
   the device the same way; writes without the sync flag are buffered (writeback);
 - footprint: size= the captured footprint, at most the trial's region.
@@ -26,15 +29,21 @@ disk are. How each figure maps (docs/capture.md):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
 from tuner.capture.fingerprint import Fingerprint
 from tuner.errors import BadInput
+from tuner.trials.fio import fio_size
 
 MIN_SHARE = 0.02
 """A size bucket under this share of a direction's requests is folded into its neighbours."""
 SEQUENTIAL = 0.5
 MAX_JOBS = 64
+MAX_SECTIONS = 8
+"""At most this many process groups get a job section of their own (the busiest by bytes)."""
 
 
 def _split(shares: Mapping[str, float]) -> str:
@@ -59,10 +68,43 @@ def _size(n: int) -> str:
 
 
 def options(found: Fingerprint, region_bytes: int | None = None) -> dict[str, str]:
-    """fio options reproducing the fingerprint's busiest device; BadInput when it saw none."""
+    """fio options reproducing the fingerprint's busiest device as one mixture (what a trial's
+    one job section runs); BadInput when it saw none."""
+    dev = _busiest(found)
+    return figures_options(dev, region_bytes, dev.get("read_ahead_kb"))
+
+
+ADVISED = 1.5
+"""Readahead windows at least this many times the device's read_ahead_kb: the reader advised
+sequential access (POSIX_FADV_SEQUENTIAL doubles its window; sha256sum and fio do it, tar
+and cp do not)."""
+
+
+def _advice(figures: Mapping[str, Any], sequential: bool, read_ahead_kb: int | None) -> str:
+    """fio's fadvise_hint for a buffered job: "sequential" where the captured readahead
+    windows were twice the device's readahead (the reader advised it), else "0": fio's default
+    (1) advises sequential or random by the job's pattern, which doubles a sequential job's
+    windows (256 KiB requests where tar's were 128 KiB) and advises a random job random,
+    which the application did not."""
+    reads = figures["sizes"]["read"]
+    if not sequential or not read_ahead_kb or not reads:
+        return "0"
+    window = int(max(reads, key=lambda k: reads[k]))
+    return "sequential" if window >= ADVISED * read_ahead_kb * 1024 else "0"
+
+
+def _busiest(found: Fingerprint) -> dict[str, Any]:
     dev = found.busiest()
     if dev is None:
         raise BadInput(f"{found.where}: the capture saw no read or write: nothing to reproduce")
+    return dev
+
+
+def figures_options(
+    dev: Mapping[str, Any], region_bytes: int | None = None, read_ahead_kb: int | None = None
+) -> dict[str, str]:
+    """fio options reproducing one device's or one process group's figures (on a device
+    whose readahead was `read_ahead_kb` when captured, None when not recorded)."""
     reads = dev["read_request_share"]
     kinds = [k for k, share in (("read", reads), ("write", 1 - reads)) if share > 0]
     sequential = dev["sequential_share"] >= SEQUENTIAL
@@ -95,6 +137,7 @@ def options(found: Fingerprint, region_bytes: int | None = None) -> dict[str, st
                  if v >= MIN_SHARE] or [4096]  # fmt: skip
         bs = min(min(sizes), 128 * 1024)
         out["bs"] = _size(bs)
+        out["fadvise_hint"] = _advice(dev, buffered_reads and sequential, read_ahead_kb)
         if dev["queue_depth"]["mean"] < 1 and dev["mbps"] > 0:
             # Idle part of the time: paced in bytes, which readahead and writeback keep.
             rates = [max(1, round(dev["mbps"] * 1e6 * share / jobs))
@@ -142,12 +185,163 @@ def options(found: Fingerprint, region_bytes: int | None = None) -> dict[str, st
     return out
 
 
-def job_text(found: Fingerprint, region_bytes: int | None = None, title: str = "") -> str:
-    """The reproduction as a fio job file of one section (it passes tuner/trials/jobcheck)."""
-    dev = found.busiest()
+@dataclass(frozen=True)
+class Section:
+    """One job section of a reproduction: its name, its fio options (size= its footprint,
+    within its part of the region) and the process group it stands for."""
+
+    name: str
+    options: Mapping[str, str]
+    comm: str
+    bytes: int
+    requests: int
+
+
+def sections(found: Fingerprint, region_bytes: int | None = None) -> list[Section]:
+    """The reproduction of the busiest device as one job section a process group.
+
+    A device's figures mix its groups: four readers' 128 KiB windows and a file system log's
+    small flushed writes become one job whose every reader writes and syncs. Each group that
+    issued at least MIN_SHARE of the device's requests or bytes is its own section, with its
+    own sizes, mix, streams, depth, pacing and flushes; smaller ones are left out (they are
+    named in the job's comment): a log's three flushed writes beside four readers' 6,000
+    windows are not a writer in every reader. A device of one group, or of none above the
+    share, is one section of the device's figures. The sections share `region_bytes` by
+    footprint.
+    """
+    dev = _busiest(found)
+    groups = [
+        g
+        for g in _with_dispatched_syncs(dev["by_process"])
+        if g["requests"]
+        and (g["requests"] >= MIN_SHARE * dev["requests"] or g["bytes"] >= MIN_SHARE * dev["bytes"])
+    ]
+    groups = groups[:MAX_SECTIONS]
+    if len(dev["by_process"]) < 2 or not groups:
+        return [Section("capture", figures_options(dev, region_bytes, dev.get("read_ahead_kb")),
+                        "", dev["bytes"], dev["requests"])]  # fmt: skip
+    regions = _regions([g["footprint_bytes"] for g in groups], region_bytes)
+    out: list[Section] = []
+    for group, region in zip(groups, regions, strict=True):
+        name = _section_name(group["comm"], {s.name for s in out})
+        found_options = figures_options(group, region, dev.get("read_ahead_kb"))
+        out.append(Section(name, found_options, group["comm"], group["bytes"],
+                           group["requests"]))  # fmt: skip
+    return out
+
+
+DISPATCHER = re.compile(r"kworker/u?[0-9]+(:[0-9]+)?H")
+"""The block layer's own high-priority workers (kblockd): they issue the cache flushes an
+fsync or a journal commit asks for, and the requeued parts of flushed writes, on behalf of
+the task that asked. Not a workload of their own."""
+
+
+def _syncs(group: Mapping[str, Any]) -> float:
+    """Requests of `group` that flushed or were FUA (a flush request counts once: the
+    capture counts it under both flush and preflush)."""
+    flushes = group["flushes"]
+    if flushes["writes_per_sync"]:
+        return float(group["requests"] * (1 - group["read_request_share"])) / float(
+            flushes["writes_per_sync"]
+        )
+    return float(max(flushes["flush"], flushes["preflush"]) + flushes["fua"])
+
+
+def _with_dispatched_syncs(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The groups without the block layer's dispatchers, whose flushes go to the groups that
+    wrote with the sync flag (fsync, fdatasync, O_DSYNC, a journal's commits), in proportion
+    to their synced writes and at most one a synced write: the flush an fdatasync sends is
+    issued by a kblockd worker, and without this the writer's section would never sync and a
+    dispatcher's would sync others' writes. Flushes no writer takes are left out with their
+    dispatcher (named in the job's comment)."""
+    own = [g for g in groups if not DISPATCHER.fullmatch(g["comm"])]
+    moved = sum(_syncs(g) for g in groups if DISPATCHER.fullmatch(g["comm"]))
+    synced = {id(g): g["requests"] * (1 - g["read_request_share"]) * g["cache"]["sync_write_share"]
+              for g in own}  # fmt: skip
+    total = sum(synced.values())
+    if not moved or not total:
+        return own
+    out = []
+    for g in own:
+        writes = g["requests"] * (1 - g["read_request_share"])
+        # A flush makes at least one write durable: past one a synced write, the flushes
+        # were the file system's own (its log's commits), left out with their dispatcher.
+        syncs = _syncs(g) + min(moved * synced[id(g)] / total, synced[id(g)])
+        per_sync = round(writes / syncs, 3) if syncs and writes else None
+        out.append({**g, "flushes": {**g["flushes"], "writes_per_sync": per_sync}})
+    return out
+
+
+def _regions(footprints: list[int], region_bytes: int | None) -> list[int | None]:
+    """Each section's part of the region: its footprint's share, at least 1 MiB."""
+    if region_bytes is None:
+        return [None] * len(footprints)
+    total = sum(footprints) or 1
+    scale = min(1.0, region_bytes / total)
+    return [max(1 << 20, int(f * scale)) if f else region_bytes // len(footprints)
+            for f in footprints]  # fmt: skip
+
+
+def _section_name(comm: str, taken: set[str]) -> str:
+    """A job section name from a process group's comm (fio's and jobcheck's characters)."""
+    base = re.sub(r"[^A-Za-z0-9_.-]", "_", comm).strip("._-") or "group"
+    if base.startswith("global"):
+        base = "g_" + base  # fio reads any section named global* as [global]
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    return name
+
+
+def job_text(
+    found: Fingerprint,
+    region_bytes: int | None = None,
+    title: str = "",
+    *,
+    one: bool = False,
+    per_job: bool = False,
+) -> str:
+    """The reproduction as a fio job file: a section a process group (see `sections`), each
+    of which passes tuner/trials/jobcheck; `capture --check` runs them side by side. `one`:
+    the busiest group's section alone (a trial runs one), the others named as left out.
+    `per_job`: size= each job's part of its footprint (fio's own meaning, which sizes a
+    tune's scratch data set) rather than the section's whole region (`--check`'s)."""
+    dev = _busiest(found)
+    parts = sections(found, region_bytes)
+    if one and len(parts) > 1:
+        parts = parts[:1]
+    if per_job:
+        parts = [_per_job(part) for part in parts]
+    kept = {p.comm for p in parts}
+    # one section of the device's figures holds every group
+    left = [g for g in dev["by_process"] if g["comm"] not in kept] if parts[0].comm else []
     lines = [f"# iotuner capture: a reproduction of {title or found.where}",
-             f"# device {dev['device'] if dev else '?'} ({dev['class'] if dev else '?'}), "
-             f"{found.data['seconds']:g} s captured, fingerprint schema {found.data['version']}",
-             "[capture]"]  # fmt: skip
-    lines += [f"{key}={value}" for key, value in options(found, region_bytes).items()]
+             f"# device {dev['device']} ({dev['class']}), {found.data['seconds']:g} s "
+             f"captured, fingerprint schema {found.data['version']}"]  # fmt: skip
+    if left:
+        share = sum(g["requests"] for g in left) / max(1, dev["requests"])
+        names = ", ".join(_printable(g["comm"]) for g in left[:4]) + (
+            ", ..." if len(left) > 4 else ""
+        )
+        lines.append(f"# left out: {len(left)} process groups ({names}): {share:.1%} of the "
+                     "requests")  # fmt: skip
+    for part in parts:
+        if part.comm:
+            lines.append(f"# process group {_printable(part.comm)}: "
+                         f"{part.requests} requests, {part.bytes} bytes")  # fmt: skip
+        lines.append(f"[{part.name}]")
+        lines += [f"{key}={value}" for key, value in part.options.items()]
     return "\n".join(lines) + "\n"
+
+
+def _per_job(part: Section) -> Section:
+    """`part` with size= its region over its jobs (whole MiB, at least one)."""
+    if "size" not in part.options:
+        return part
+    jobs = int(part.options.get("numjobs", "1"))
+    size = max(1 << 20, fio_size(part.options["size"]) // jobs >> 20 << 20)
+    return replace(part, options={**part.options, "size": _size(size)})
+
+
+def _printable(text: str) -> str:
+    return "".join(c if " " <= c <= "~" else "?" for c in text)

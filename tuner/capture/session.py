@@ -41,6 +41,9 @@ class Device:
     minor: int
     size_bytes: int
     kind: str
+    read_ahead_kb: int | None = None
+    """The device's readahead when captured: a buffered reader's windows against it tell
+    whether the reader advised sequential access (the kernel then doubles its window)."""
 
 
 def device(text: str) -> Device:
@@ -62,7 +65,9 @@ def device(text: str) -> Device:
         queue = f"sys/block/{Path(parent).name}/queue/rotational"
     rotational = fs.read_int(queue)
     kind = "unknown" if rotational is None else {1: "hdd", 0: "ssd"}.get(rotational, "unknown")
-    return Device(name=name, major=number[0], minor=number[1], size_bytes=size, kind=kind)
+    read_ahead = fs.read_int(queue.removesuffix("rotational") + "read_ahead_kb")
+    return Device(name=name, major=number[0], minor=number[1], size_bytes=size, kind=kind,
+                  read_ahead_kb=read_ahead)  # fmt: skip
 
 
 class Collector:
@@ -127,8 +132,9 @@ class Collector:
             d = self.devices[key]
             summary = stats.summary(seconds)
             summary["by_process"] = summary["by_process"][: fp.MAX_PROCESSES]
+            known = {} if d.read_ahead_kb is None else {"read_ahead_kb": d.read_ahead_kb}
             devices.append({"device": d.name[:16], "class": d.kind,
-                            "size_bytes": d.size_bytes, **summary})  # fmt: skip
+                            "size_bytes": d.size_bytes, **known, **summary})  # fmt: skip
         data = {
             "schema": fp.SCHEMA,
             "version": fp.VERSION,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tuner.capture.check import run_captured
-from tuner.capture.compare import TOLERANCE, compare, fidelity
+from tuner.capture.compare import TOLERANCE, application, compare, fidelity
 from tuner.capture.fingerprint import Fingerprint, load
 from tuner.capture.reproduce import job_text
 from tuner.rules.model import Workload
@@ -33,7 +33,14 @@ def capture_workload(path: Path) -> tuple[Workload, Fingerprint]:
     name = "".join(c if c.isascii() and c.isprintable() else "?" for c in path.name)[:80]
     with tempfile.TemporaryDirectory(prefix="iotuner-capture-") as tmp:
         job = Path(tmp, "reproduction.fio")
-        job.write_text(job_text(found, title=name))
+        # A trial runs one job section: the busiest process group's (the others are named
+        # in the job's comment and their absence shows in the fidelity).
+        # Its size= is the captured footprint (the device's size bounds it), so a scratch
+        # target is the data set the workload touched and --cache-memory weighs against it,
+        # not the default scratch file's 1 GiB.
+        dev = found.busiest()
+        region = dev["size_bytes"] if dev and dev["size_bytes"] else None
+        job.write_text(job_text(found, region, title=name, one=True, per_job=True))
         workload = load_fio_job(job)
     return replace(workload, name=f"capture:{name}",
                    description=f"the reproduction of {name} (iotuner capture)"), found  # fmt: skip
@@ -45,7 +52,8 @@ def measure_fidelity(
     """The reproduction captured on `target`, side by side with `found`: the document a tune's
     result holds under "capture" (fidelity, tolerance, each statistic's row)."""
     again = run_captured(workload.fio, target, seconds, writes=writes(workload.fio))
-    rows = compare(found, again)
+    # The trial runs the busiest group's section: held to that group's figures.
+    rows = compare(application(found, one=True), again)
     return {
         "fingerprint": found.where,
         "fidelity": round(fidelity(rows), 4),

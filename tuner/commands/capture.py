@@ -51,6 +51,14 @@ def capture(
         Path | None,
         typer.Option(help="With --check: the original fingerprint to print side by side."),
     ] = None,
+    target: Annotated[
+        Path | None,
+        typer.Option(
+            "--target",
+            help="With --check: run the job on a scratch file in this directory (a file "
+            "system like the application's) instead of a raw --device.",
+        ),
+    ] = None,
     destroy_data: Annotated[
         bool,
         typer.Option("--destroy-data", help="With --check: the job may write to the device."),
@@ -84,6 +92,12 @@ def capture(
         return
     if region is not None and replay_trace is None:
         raise BadInput("--region goes with --reproduce or --replay-trace")
+    if target is not None:
+        if check is None or device or destroy_data:
+            raise BadInput("--target DIR goes with --check JOB, without --device or "
+                           "--destroy-data (a scratch file is iotuner's own)")  # fmt: skip
+        _check(check, [], seconds, out, trace, against, False, as_json, target)
+        return
     if not device:
         raise BadInput("name a device to capture: --device /dev/sdb (repeat it for more)")
     if replay_trace is not None:
@@ -166,31 +180,47 @@ def _check(
     against: Path | None,
     destroy_data: bool,
     as_json: bool,
+    directory: Path | None = None,
 ) -> None:
-    from tuner.capture.check import run_captured
+    from tuner.capture.check import run_sections_captured
     from tuner.capture.fingerprint import load
     from tuner.trials.fio import fio_size
-    from tuner.trials.jobcheck import load_job
+    from tuner.trials.jobcheck import load_jobs
+    from tuner.trials.targets import TrialTarget
 
-    if len(device) != 1:
+    if directory is None and len(device) != 1:
         raise BadInput("--check runs the job on one --device")
     original = load(against) if against is not None else None
-    job = load_job(job_path)
-    if job.writes and not destroy_data:
+    jobs = load_jobs(job_path)
+    writes = any(job.writes for job in jobs)
+    if writes and directory is None and not destroy_data:
         raise BadInput(f"--check {job_path}: the job writes; add --destroy-data to let it "
                        f"write to {device[0]}")  # fmt: skip
-    target = _target(device[0], job.writes)
-    region = None
-    if "size" in job.placement:
-        with contextlib.suppress(ValueError):
-            region = fio_size(job.placement["size"])
-    found = _with_trace(
-        trace,
-        lambda f: run_captured(
-            job.options, target, seconds, region_bytes=region, writes=job.writes, trace=f
-        ),
-    )
-    _report(found, original, out, as_json)
+    sections = []
+    for job in jobs:
+        region = None
+        if "size" in job.placement:
+            with contextlib.suppress(ValueError):
+                region = fio_size(job.placement["size"])
+        sections.append((job.section, job.options, region))
+    if len({name for name, _, _ in sections}) != len(sections):
+        raise BadInput(f"--check {job_path}: two job sections of one name")
+
+    def run(target: TrialTarget) -> Any:
+        return _with_trace(
+            trace,
+            lambda f: run_sections_captured(sections, target, seconds, writes=writes, trace=f),
+        )
+
+    if directory is None:
+        found = run(_target(device[0], writes))
+    else:
+        # The sections' regions, or the default scratch file when a section names none.
+        size = sum(r for _, _, r in sections if r is not None)
+        whole = size if all(r is not None for _, _, r in sections) else None
+        with TrialTarget.scratch(directory, whole) as scratch:
+            found = run(scratch)
+    _report(found, original, out, as_json, groups=True)
 
 
 def _replay(
@@ -236,7 +266,12 @@ def _target(name: str, writes: bool) -> TrialTarget:
     return TrialTarget.device(f"/dev/{resolve(name).name}", destroy_data=writes)
 
 
-def _report(found: Any, original: Any, out: Path | None, as_json: bool) -> None:
+def _report(
+    found: Any, original: Any, out: Path | None, as_json: bool, groups: bool = False
+) -> None:
+    """The capture `found`, alone or beside `original`; with `groups` (a reproduction's
+    check) beside the process group it reproduces where it reproduces one, the device's
+    own fidelity printed too."""
     if out is not None:
         _write(found.to_json(), out)
     if original is None:
@@ -245,16 +280,23 @@ def _report(found: Any, original: Any, out: Path | None, as_json: bool) -> None:
         else:
             _summary(found.data)
         return
-    from tuner.capture.compare import compare, fidelity
+    from tuner.capture.compare import application, compare, fidelity
 
-    rows = compare(original, found)
+    against = application(original) if groups else original
+    rows = compare(against, found)
+    whole = fidelity(compare(original, found))
     if as_json:
-        typer.echo(json.dumps({"fidelity": fidelity(rows), "rows": [r.__dict__ for r in rows]},
+        typer.echo(json.dumps({"fidelity": fidelity(rows), "against": against.where,
+                               "device_fidelity": whole, "rows": [r.__dict__ for r in rows]},
                               indent=1))  # fmt: skip
         return
     from tuner.capture.view import render_compare
 
     render_compare(output_console(), rows, fidelity(rows))
+    if against is not original:
+        output_console().print(f"against {against.where}; against the whole device "
+                               f"(every process group): fidelity {whole:.1%}",
+                               style="dim", highlight=False, markup=False)  # fmt: skip
 
 
 def _summary(data: dict[str, Any]) -> None:

@@ -496,13 +496,13 @@ def _refusal(
 
 
 def _reproduction_writes(capture: Path) -> bool:
-    """Whether the fio job reproducing the fingerprint in `capture` writes (True when it
-    cannot be read: tune refuses it then with the reason)."""
-    from tuner.capture.fingerprint import load
-    from tuner.capture.reproduce import options
+    """Whether the fio job `tune --capture` runs for the fingerprint in `capture` (its
+    busiest process group's section) writes (True when it cannot be read: tune refuses it
+    then with the reason)."""
+    from tuner.capture.workload import capture_workload
     from tuner.errors import BadInput
 
     try:
-        return writes(options(load(capture)))
+        return writes(capture_workload(capture)[0].fio)
     except BadInput:
         return True

@@ -455,8 +455,47 @@ def load_job(path: Path) -> CheckedJob:
     BadInput (exit 2) names the file and the line at fault; when fio reads the accepted job
     differently from this module, that is BadInput too, naming the option.
     """
-    text = _read_bounded(path)
-    job = check_job(text, str(path))
+    return _confirmed(check_job(_read_bounded(path), str(path)), path)
+
+
+def load_jobs(path: Path) -> tuple[CheckedJob, ...]:
+    """Each job section of the file at `path` (at most MAX_SECTIONS), checked as `load_job`
+    checks a file of [global] and that section alone: a capture's reproduction runs one
+    section a process group side by side (`capture --check`); a trial still runs one."""
+    return tuple(_confirmed(check_job(part, str(path)), path)
+                 for part in split_jobs(_read_bounded(path), str(path)))  # fmt: skip
+
+
+MAX_SECTIONS = 16
+"""Job sections `load_jobs` takes from one file."""
+
+
+def split_jobs(text: str, where: str) -> list[str]:
+    """`text` as one job file a job section: [global] (and what precedes any section) with
+    that section, every other section's lines blanked, so a refusal names the file's own line
+    numbers. A file of no job section is returned whole (check_job refuses it)."""
+    lines = text.split("\n")
+    owner: list[str | None] = []  # each line's job section; None for [global] and the head
+    current: str | None = None
+    starts = 0
+    for raw in lines:
+        line = raw.strip()
+        if line.startswith("["):
+            name = line[1:].partition("]")[0]
+            current = None if name.startswith("global") else f"{starts}"
+            starts += current is not None
+        owner.append(current)
+    if starts == 0:
+        return [text]
+    if starts > MAX_SECTIONS:
+        raise BadInput(f"--fio-job {where}: {starts} job sections; at most {MAX_SECTIONS}")
+    return ["\n".join(raw if who in (None, f"{job}") else "" for raw, who in zip(lines, owner,
+                                                                                strict=True))
+            for job in range(starts)]  # fmt: skip
+
+
+def _confirmed(job: CheckedJob, path: Path) -> CheckedJob:
+    """`job` confirmed by fio's own view (see load_job)."""
     seen = fio_view(job)
     ours = _as_fio_prints(job)
     if seen != ours:

@@ -13,7 +13,7 @@ nr_requests raised to 4) is reported in the result, not treated as an error.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -193,7 +193,28 @@ class TunableEngine:
         `replaced` says why, in one line each."""
         return self._restore(list(self._open))
 
+    def restore_all_saved(self, saved: Sequence[tuple[str, str, Saved]]) -> list[str]:
+        """Put back originals saved by someone else (an apply's change set, given oldest
+        first) the way `restore` puts back this engine's own: newest first, a value the kernel
+        refuses tried again once the rest are back, every value read back at the end. Returns
+        one line per value that could not be put back, and per device that took a target's
+        name since (nothing is written onto it); a target that went with its device is not a
+        problem."""
+        entries = [_Entry(None, key, target, value) for key, target, value in saved]
+        self._open.extend(entries)
+        replaced = len(self.replaced)
+        failures = self._put_back(entries)[1]
+        # What could not be put back stays the caller's to report, not this engine's to retry.
+        self._open = [entry for entry in self._open if entry not in entries]
+        return [*self.replaced[replaced:], *failures]
+
     def _restore(self, entries: list[_Entry]) -> list[Restored]:
+        results, failures = self._put_back(entries)
+        if failures:
+            raise TunableError("restore incomplete: " + "; ".join(failures))
+        return results
+
+    def _put_back(self, entries: list[_Entry]) -> tuple[list[Restored], list[str]]:
         done: list[_Entry] = []
         failures: list[str] = []
         pending = list(reversed(entries))
@@ -252,9 +273,7 @@ class TunableEngine:
                     )
             results.append(Restored(entry.key, entry.target, entry.saved.original, actual))
         self.restored_count += len(results)
-        if failures:
-            raise TunableError("restore incomplete: " + "; ".join(failures))
-        return results
+        return results, failures
 
     def _matches(self, entry: _Entry) -> bool:
         """True when the key and its coupled keys all hold their saved values."""

@@ -348,6 +348,22 @@ class Recovered:
     message: str = ""
 
 
+def _recover_one(engine: ChangeRestorer, journal: Journal, change: Change) -> Recovered:
+    """Put back one change and journal how it went ("failed" is not journaled: the change
+    stays open for another try)."""
+    try:
+        engine.restore_change(change)
+    except TargetGone as err:
+        journal.restored(change.id, "gone")
+        return Recovered(change, "gone", str(err))
+    except OtherNamespace as err:
+        return Recovered(change, "elsewhere", str(err))
+    except TunableError as err:
+        return Recovered(change, "failed", str(err))
+    journal.restored(change.id)
+    return Recovered(change, "restored")
+
+
 def recover(
     engine_factory: Callable[[Path], ChangeRestorer],
     journal: Journal | None = None,
@@ -373,6 +389,7 @@ def recover(
         this_boot = boot_id()
         engines: dict[str, ChangeRestorer] = {}
         results: list[Recovered] = []
+        refused: list[Change] = []
         for change in journal.open_changes():
             session = sessions[change.session]
             if session.pid == os.getpid() and journal.is_alive(session):
@@ -389,18 +406,16 @@ def recover(
                 continue
             if session.root not in engines:
                 engines[session.root] = engine_factory(Path(session.root))
-            try:
-                engines[session.root].restore_change(change)
-            except TargetGone as err:
-                journal.restored(change.id, "gone")
-                results.append(Recovered(change, "gone", str(err)))
-            except OtherNamespace as err:
-                results.append(Recovered(change, "elsewhere", str(err)))
-            except TunableError as err:
-                results.append(Recovered(change, "failed", str(err)))
+            done = _recover_one(engines[session.root], journal, change)
+            if done.outcome == "failed":
+                refused.append(change)
             else:
-                journal.restored(change.id)
-                results.append(Recovered(change, "restored"))
+                results.append(done)
+        # A value the kernel refuses may be accepted once a later change is back (a depth
+        # only the scheduler that allowed it takes): one more try each, as the engine's own
+        # restore does, before it is a failure.
+        for change in refused:
+            results.append(_recover_one(engines[sessions[change.session].root], journal, change))
         return results
     finally:
         if own:
