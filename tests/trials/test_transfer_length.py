@@ -19,6 +19,7 @@ from tuner.trials.transfer import parse_result
 from tuner.trials.transfer_length import (
     MEASURE_RTTS,
     PathProbe,
+    compared_seconds,
     cycle_seconds,
     decide_seconds,
     fit_within,
@@ -212,3 +213,15 @@ def test_screening_bbr_is_discounted_by_its_probe_and_only_confirmation_spans_pe
         assert decide_seconds(1, control, 20.0, 0.0) == 1
     assert decide_seconds(1, "bbr", 20.0, 0.05) == 1
     assert decide_seconds(1, "bbr", 20.0, 0.01) == cycle_seconds(1, "bbr", 20.0) == 21
+
+
+def test_confirmation_spans_the_probe_only_when_the_points_differ_in_control() -> None:
+    """The long path's baseline and candidate both running bbr pay PROBE_RTT alike, so the
+    ratio the claim rests on holds at the path's length (9 s, not 22 s a trial); a bbr
+    baseline against a reno candidate does not, and its bbr trials span two periods."""
+    assert compared_seconds(9, "bbr", {"bbr"}, 300.0, 0.01) == 9
+    assert compared_seconds(9, "bbr", ["bbr", "bbr"], 300.0, 0.01) == 9
+    assert compared_seconds(9, "bbr", {"bbr", "reno"}, 300.0, 0.01) == 22
+    assert compared_seconds(9, "reno", {"bbr", "reno"}, 300.0, 0.01) == 9
+    # A probe costing less than the rounds resolve is not spanned even then.
+    assert compared_seconds(9, "bbr", {"bbr", "reno"}, 300.0, 0.1) == 9

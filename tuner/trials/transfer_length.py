@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 MEASURE_RTTS = 30
@@ -209,6 +209,19 @@ def decide_seconds(measure_s: int, congestion: str, rtt_ms: float, resolvable: f
     if probe_cost_share(congestion, rtt_ms) <= resolvable:
         return measure_s
     return cycle_seconds(measure_s, congestion, rtt_ms)
+
+
+def compared_seconds(
+    measure_s: int, congestion: str, compared: Collection[str], rtt_ms: float, resolvable: float
+) -> int:
+    """A deciding trial's measured seconds when confirmation compares points running the
+    congestion controls `compared`: `measure_s` when they all run one (each pays its timed
+    probe alike, so the ratio the claim rests on holds without spanning it), else
+    decide_seconds's. The wan-long lab runs bbr by default: its tunes comparing bbr with bbr
+    took 22 s a confirmation trial for a probe whose cost cancelled."""
+    if len(set(compared)) <= 1:
+        return measure_s
+    return decide_seconds(measure_s, congestion, rtt_ms, resolvable)
 
 
 def longest_measure(measure_s: int, rtt_ms: float) -> int:

@@ -240,6 +240,10 @@ class Search:
         self.ramp_s = config.ramp_s
         self._initial = 0  # the rules' points the search starts from (run)
         self._phase = "baseline"  # of the trial being measured: its time bound (window_left)
+        self.confirming: tuple[Point, ...] = ()
+        """The points confirmation compares, the baseline first (set as it starts): a runner
+        deciding its own length reads them, since what a comparison must hold depends on what
+        it compares (a transfer: whether the points differ in congestion control)."""
 
     @property
     def phase(self) -> str:
@@ -459,6 +463,7 @@ class Search:
         expected = _expected(optimizer, baseline, candidates)
         self.plan = plan = replace(plan, points=len(candidates) + 1)
         self.decide = plan.decide
+        self.confirming = (baseline, *candidates)
         try:
             if reason.startswith("stopped early"):
                 raise DevicesBusy(reason)  # busy devices: no confirmation either

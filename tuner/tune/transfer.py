@@ -42,7 +42,7 @@ from tuner.trials.targets import TrialTarget
 from tuner.trials.transfer import Ends, TransferOptions, TransferResult, run_client, run_transfer
 from tuner.trials.transfer_length import (
     RAMP_MOST_S,
-    decide_seconds,
+    compared_seconds,
     fit_within,
     probe_rtt_period_s,
     screen_discount,
@@ -346,20 +346,29 @@ def search_transfer(
         omit, seconds = fit_within(ramp, measure, session.window_left(0.0))
         return replace(options, omit=omit, seconds=seconds)
 
+    now = congestion_now(engine.tunables, ends.sender)  # the baseline's, before any trial
+
+    def controls(points: Sequence[Point]) -> set[str]:
+        return {str(space.host_settings(p).get((CONGESTION, ends.sender), "")) or now
+                for p in points}  # fmt: skip
+
     def trial(point: Point) -> PointTrial:
         settings = space.host_settings(point)
         algorithm = str(settings.get((CONGESTION, ends.sender), "")) or congestion_now(
             engine.tunables, ends.sender)  # fmt: skip
         ramp = search.ramps.get(algorithm, options.omit)
         # Screen short, decide long: only confirmation's trials, the claim, measure a control
-        # with a timed probe (BBR's PROBE_RTT) over whole periods of it, and only where the
-        # probe costs more than its rounds resolve (decide_seconds); screening keeps the
-        # path's length and is scored at the figure a long transfer would have (screened).
+        # with a timed probe (BBR's PROBE_RTT) over whole periods of it, only where the
+        # points it compares differ in congestion control (when all run the same one, each
+        # pays the probe alike and the ratio the claim rests on holds without it), and only
+        # where the probe costs more than its rounds resolve (decide_seconds); screening
+        # keeps the path's length and is scored at the figure a long transfer would have.
         deciding = session.phase == "confirm"
         measure = options.seconds
         if deciding:
             resolvable = resolvable_gain(session.records, search.config.confirm_rounds)
-            measure = decide_seconds(options.seconds, algorithm, search.rtt_ms, resolvable)
+            measure = compared_seconds(options.seconds, algorithm, controls(session.confirming),
+                                       search.rtt_ms, resolvable)  # fmt: skip
             if measure != options.seconds:
                 search.measures[algorithm] = measure
         ran = sized(ramp, measure)
@@ -377,7 +386,7 @@ def search_transfer(
             ran = sized(ramp, measure)
             done = transfer_trial(engine, settings, ends, ran)[1]
         if deciding and measure == options.seconds:
-            return done  # the probe costs less than confirmation resolves: as measured
+            return done  # one control compared, or a probe below what rounds resolve
         # Screening, or a deciding trial a --time bound cut short of its periods.
         done = screened(done, ran.seconds, algorithm, search.rtt_ms)
         if not deciding and done.result.flags and done.result.flags[-1].kind == TIMED_PROBE:
@@ -442,8 +451,9 @@ def probe_lines(search: TransferSearch) -> list[str]:
     for algorithm, share in sorted(search.discounts.items()):
         decided = search.measures.get(algorithm)
         how = (f"confirmation measured it over {decided} s, whole periods of the probe"
-               if decided else "confirmation measured it at the same length: the probe costs "
-               "less than its rounds resolve")  # fmt: skip
+               if decided else "confirmation measured it at the same length: every point it "
+               "compared ran it (each pays the probe alike), or the probe costs less than its "
+               "rounds resolve")  # fmt: skip
         lines.append(f"{algorithm}'s screening trials ({search.seconds} s) hold no whole period "
                      f"of its timed probe: scored {share:.1%} below what they measured, the "
                      f"probe's cost on this path, so they are optimistic by it and rank "
