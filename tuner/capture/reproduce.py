@@ -13,7 +13,8 @@ How each of a group's figures maps (docs/capture.md):
 - sequential or random: rw=read/write/rw when most requests continue a stream, randread/
   randwrite/randrw otherwise, with percentage_random= for the part that does not;
 - streams: numjobs= the mean number of concurrent streams (sequential); for random buffered
-  I/O, whose synchronous callers have one request in flight each, the mean queue depth;
+  I/O, whose synchronous callers have one request in flight each, the mean queue depth
+  rounded up (the fewest such callers that can keep it);
 - queue depth: libaio's iodepth= the mean in flight per job for direct I/O; a device idle
   part of the time (mean depth under 1) is paced with rate_iops= the captured rate (rate= the
   captured bytes for buffered I/O) and its bursts' depth (the 95th percentile);
@@ -30,6 +31,7 @@ How each of a group's figures maps (docs/capture.md):
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -204,8 +206,10 @@ def figures_options(
     if buffered and not sequential:
         # A synchronous buffered reader or writer has one request in flight at a time: the
         # mean depth is how many of them there were (pgbench's clients, a database's
-        # backends). Direct I/O reaches its depth with libaio's iodepth instead.
-        jobs = max(1, min(MAX_JOBS, round(dev["queue_depth"]["mean"])))
+        # backends). Direct I/O reaches its depth with libaio's iodepth instead. Rounded up:
+        # callers each with at most one request in flight keep a mean depth of 3.02 only if
+        # there are at least four of them (three kept 2.1 for pgbench TPC-B-like's 3.0).
+        jobs = max(1, min(MAX_JOBS, math.ceil(dev["queue_depth"]["mean"])))
         if "rate" in out and jobs > 1:
             out["rate"] = ",".join(str(max(1, int(r) // jobs)) if r != "0" else r
                                    for r in out["rate"].split(","))  # fmt: skip
