@@ -4,7 +4,8 @@ how far apart they are.
 The four figures issue 32 holds a reproduction to (request sizes, read share, streams, queue
 depth) make its fidelity: the largest of their differences. Request sizes differ by the total
 variation distance of their histograms (the share of requests that would have to change
-bucket); the others by their relative difference |b - a| / a.
+bucket); the others by their relative difference |b - a| / a (streams relative to one stream
+at least: a random workload's are a fraction of one).
 """
 
 from __future__ import annotations
@@ -32,12 +33,14 @@ class Row:
     fidelity: bool = False
 
 
-def _relative(a: float | None, b: float | None) -> float | None:
+def _relative(a: float | None, b: float | None, unit: float = 0.0) -> float | None:
+    """|b - a| over a, or over `unit` where a is smaller (the figure's smallest whole)."""
     if a is None or b is None:
         return None
     if a == b:
         return 0.0
-    return abs(b - a) / abs(a) if a else 1.0
+    scale = max(abs(a), unit)
+    return abs(b - a) / scale if scale else 1.0
 
 
 def _sizes(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
@@ -48,7 +51,7 @@ def _sizes(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
 Getter = Callable[[Mapping[str, Any]], float | None]
 STATISTICS: tuple[tuple[str, Getter, bool], ...] = (
     ("read share (bytes)", lambda d: d["read_share"], True),
-    ("streams", lambda d: d["streams"], True),
+    ("streams", lambda d: d["streams"], True),  # relative to one stream at least (UNITS)
     ("queue depth (mean)", lambda d: d["queue_depth"]["mean"], True),
     ("read size (mean, bytes)", lambda d: d["mean_size"]["read"] or None, False),
     ("write size (mean, bytes)", lambda d: d["mean_size"]["write"] or None, False),
@@ -63,6 +66,11 @@ STATISTICS: tuple[tuple[str, Getter, bool], ...] = (
     ("inter-arrival (mean, us)", lambda d: d["interarrival_us"]["mean"], False),
 )
 
+UNITS = {"streams": 1.0}
+"""Figures whose difference is taken relative to at least this much: a random workload has
+no stream (0.05 of one: a few requests continuing another by chance), and 0.05 against its
+reproduction's 0 is 5 % of a stream, not 100 % of the figure."""
+
 
 def compare(original: Fingerprint, reproduction: Fingerprint) -> list[Row]:
     """The statistics of both fingerprints' busiest devices, side by side."""
@@ -74,7 +82,7 @@ def compare(original: Fingerprint, reproduction: Fingerprint) -> list[Row]:
     rows = [Row("request sizes (histogram)", None, None, _sizes(a, b), True)]
     for name, get, counts in STATISTICS:
         x, y = get(a), get(b)
-        diff = _relative(x, y)
+        diff = _relative(x, y, UNITS.get(name, 0.0))
         rows.append(Row(name, x, y, None if diff is None else round(diff, 4), counts))
     return rows
 
