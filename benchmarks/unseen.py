@@ -125,6 +125,10 @@ class Draw:
     plan: str = ""  # how hard it was measured (Plan's repr): a resumed run must match it
     phases: dict[str, float] = field(default_factory=dict)  # PHASES -> seconds
     same: dict[str, str] = field(default_factory=dict)  # side -> the side measured for it
+    # The tune's own --json (its trials, their lengths, flags and what was set aside): a
+    # failing draw is written up from it, not replayed (draw 26 kept the defaults after 403 s
+    # and nothing said why).
+    tune: dict[str, Any] | None = None
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> Draw:
@@ -497,6 +501,7 @@ def _tune(draw: Draw, args: list[str]) -> bool:
 
 
 def _claim(draw: Draw, doc: Mapping[str, Any]) -> None:
+    draw.tune = dict(doc)
     draw.unit = doc.get("unit") or draw.unit
     draw.chosen = bool(doc["chosen"])
     draw.claimed = float(doc["gain"]) if draw.chosen else 1.0
