@@ -132,6 +132,17 @@ class Sampler:
         names = tuple(names)
         return self._at(end, names) - self._at(start, names)
 
+    def moving(self, names: Iterable[str]) -> tuple[float, float] | None:
+        """When the named devices first and last moved bytes: the sample before their counters
+        first changed and the first sample showing their final count; None when they never
+        moved."""
+        names = tuple(names)
+        counts = [total(sample, names) for sample in self.samples]
+        changed = [i for i in range(1, len(counts)) if counts[i] != counts[i - 1]]
+        if not changed:
+            return None
+        return self.times[changed[0] - 1], self.times[changed[-1]]
+
     def _at(self, when: float, names: tuple[str, ...]) -> Counters:
         i = bisect.bisect_right(self.times, when)
         if i == 0:
