@@ -129,6 +129,25 @@ def test_a_reader_served_from_cache_keeps_its_window_when_its_device_goes_quiet(
     assert (start, end) == pytest.approx((101.0, 103.0))
 
 
+def test_a_readers_window_is_placed_by_reads_not_by_a_journal_write_before_it(
+    tmp_path: Path,
+) -> None:
+    """The reader above on a file system whose journal wrote 1 MB as the sampler started, a
+    second before fio's first read: counted from that write, the window would end at 103.0
+    and hold the whole fill (60 MB, a pass); counted from the first read it is the run's."""
+    sampler = Sampler(["loop1"], tmp_path / "diskstats")
+    for i in range(42):
+        sampler.times.append(100.0 + i / 10)
+        fill = min(max(i - 10, 0), 6) * 10 * MB
+        sampler.samples.append({"loop1": Counters(fill, MB if i else 0)})
+    doc = {"timestamp_ms": 104_100}
+    start, end = measured_window(doc, 2.0, sampler, 1.0, ("loop1",), reads_only=True)
+    moved = sampler.between(start, end, ["loop1"])
+    flag = pagecache.compare(Counters(60 * MB, 0), moved, sequential=False)
+    assert flag is not None and flag.kind == PAGE_CACHE
+    assert (start, end) == pytest.approx((102.0, 104.0))
+
+
 def test_a_device_moving_until_the_report_ends_the_window_at_the_report(
     tmp_path: Path,
 ) -> None:

@@ -203,8 +203,8 @@ def run_trial(
                 fio = parse_result(doc)
                 dropped = dropped_before is not None and pagecache.drops() != dropped_before
                 left_out = ramp_left_out(options, ramp_s, fio, io_size)
-                start, end = measured_window(doc, fio.runtime_s, sampler, left_out,
-                                             target.devices)  # fmt: skip
+                start, end = measured_window(doc, fio.runtime_s, sampler, left_out, target.devices,
+                                             reads_only=not writes(options))  # fmt: skip
                 moved = sampler.between(start, end, target.devices)
                 if settle_bytes is None:
                     longer_length = _physics_floor(length, streams, ahead, moved, end - start)
@@ -548,6 +548,8 @@ def measured_window(
     sampler: Sampler,
     ramp_s: float,
     devices: tuple[str, ...],
+    *,
+    reads_only: bool = False,
 ) -> tuple[float, float]:
     """fio's measurement window in wall-clock seconds: its `runtime_s`, ending where fio's
     measured I/O on `devices` ended, not where fio reported.
@@ -564,12 +566,14 @@ def measured_window(
     its cache, whose device goes quiet after the pass that filled it, keeps the window of
     its run: a quiet device never pulls the window back over that pass. The whole run is
     compared when fio gives no time, or when its figures leave no ramp out (there was none,
-    or a capped job ended within it): all fio moved is in its figures then."""
+    or a capped job ended within it): all fio moved is in its figures then. `reads_only`: the
+    job only reads, and only the devices' reads place it (a file system's journal writes
+    while fio starts are not its I/O)."""
     stamp = doc.get("timestamp_ms")
     if not isinstance(stamp, int | float) or runtime_s <= 0 or ramp_s <= 0:
         return sampler.times[0], sampler.times[-1]
     end = min(stamp / 1000, sampler.times[-1])
-    moved = sampler.moving(devices)
+    moved = sampler.moving(devices, reads=reads_only)
     if moved is not None:
         first, last = moved
         end = min(end, max(first + ramp_s + runtime_s, last))
