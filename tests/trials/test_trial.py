@@ -12,6 +12,7 @@ from tuner.errors import IotunerError
 from tuner.rules.installed import load_rule_base
 from tuner.trials import AppParams, TrialTarget, run_trial
 from tuner.trials.fio import FIO_MISSING
+from tuner.trials.flags import CACHE_BELOW
 from tuner.trials.pagecache import TOLERANCE
 
 pytestmark = pytest.mark.lab
@@ -99,7 +100,11 @@ def test_reads_served_by_a_cache_below_a_loop_device_are_flagged(loops: Loops) -
     upper = loops.over(str(loops.file(32 << 20, point)))
     lower = loops.devices[0].removeprefix("/dev/")
     result = run_trial(TrialTarget.device(upper), WORKLOADS["stream-read"], None, 2, 1)
-    assert result.flagged is not None
     name = upper.removeprefix("/dev/")
-    assert f"{lower} under {name} moved " in result.flagged
-    assert result.flagged.endswith(f"of {name}'s bytes: page cache below")
+    # Its own flag, whatever else the trial says: under load (eight busy loops beside it) the
+    # double loop's throughput was still trending at the ceiling and "not at steady state"
+    # followed it.
+    below = [flag.message for flag in result.flags if flag.kind == CACHE_BELOW]
+    assert len(below) == 1, result.flagged
+    assert below[0].startswith(f"{lower} under {name} moved ")
+    assert below[0].endswith(f"of {name}'s bytes: page cache below")

@@ -4,7 +4,8 @@ fio leaves the ramp out of its figures, and on a shared machine the ramp ran up 
 faster than the steady state (probably the scheduler favouring a new process at first), so the
 device's bytes over the whole run cannot be compared with fio's, even scaled by the ramp. A
 sampler thread reads the counters every 20 ms with wall-clock times, and the bytes moved in
-fio's own measurement window (the `runtime` before fio's `timestamp_ms`) are interpolated.
+fio's own measurement window (placed from when the devices moved: trial.measured_window) are
+interpolated.
 """
 
 from __future__ import annotations
@@ -131,6 +132,19 @@ class Sampler:
         """What the named devices moved between two wall-clock times, interpolated."""
         names = tuple(names)
         return self._at(end, names) - self._at(start, names)
+
+    def moving(self, names: Iterable[str], *, reads: bool = False) -> tuple[float, float] | None:
+        """When the named devices first and last moved bytes (`reads`: read bytes): the sample
+        before their counters first changed and the first sample showing their final count;
+        None when they never moved."""
+        names = tuple(names)
+        counts = [total(sample, names) for sample in self.samples]
+        if reads:
+            counts = [Counters(c.read_bytes, 0) for c in counts]
+        changed = [i for i in range(1, len(counts)) if counts[i] != counts[i - 1]]
+        if not changed:
+            return None
+        return self.times[changed[0] - 1], self.times[changed[-1]]
 
     def _at(self, when: float, names: tuple[str, ...]) -> Counters:
         i = bisect.bisect_right(self.times, when)

@@ -202,7 +202,9 @@ def run_trial(
                                   may_write=writes(options))  # fmt: skip
                 fio = parse_result(doc)
                 dropped = dropped_before is not None and pagecache.drops() != dropped_before
-                start, end = measured_window(doc, fio.runtime_s, sampler, ramp_s)
+                left_out = ramp_left_out(options, ramp_s, fio, io_size)
+                start, end = measured_window(doc, fio.runtime_s, sampler, left_out, target.devices,
+                                             reads_only=not writes(options))  # fmt: skip
                 moved = sampler.between(start, end, target.devices)
                 if settle_bytes is None:
                     longer_length = _physics_floor(length, streams, ahead, moved, end - start)
@@ -541,19 +543,55 @@ def _rereads(
 
 
 def measured_window(
-    doc: dict[str, Any], runtime_s: float, sampler: Sampler, ramp_s: float
+    doc: dict[str, Any],
+    runtime_s: float,
+    sampler: Sampler,
+    ramp_s: float,
+    devices: tuple[str, ...],
+    *,
+    reads_only: bool = False,
 ) -> tuple[float, float]:
-    """fio's measurement window in wall-clock seconds: the runtime before its report time
-    (`timestamp_ms`, written as the jobs end); the whole run when fio gives no time, or
-    when there is no ramp (all fio read is in its figures then). The report time can come
-    late: a capped 100 MB trial read in 0.4 s on a loaded CI machine, and a window ending at
-    its report left out a quarter of the device's bytes (flagged "page cache"); without a
-    ramp, nothing before the window is left to leave out."""
+    """fio's measurement window in wall-clock seconds: its `runtime_s`, ending where fio's
+    measured I/O on `devices` ended, not where fio reported.
+
+    fio stamps its report (`timestamp_ms`) only once its jobs have torn down (libaio's
+    io_destroy waits for an RCU grace period) and exited: 10-45 ms after the devices' last
+    move in seven capped trials at load 9-12. A window ending at the report then leaves the
+    run's start out, where a new process reads fastest: a capped direct reader's first
+    45 ms held 30% of its bytes, and it was flagged "device moved 70% of fio's bytes: page
+    cache". So the window ends where fio's own clock puts it, `ramp_s` (the ramp fio's
+    figures leave out) plus `runtime_s` after the devices' first move, or at their last
+    move if that is later (fio's clock starts a little before its first I/O; another
+    process's I/O moves the devices too), and never after the report. A reader served from
+    its cache, whose device goes quiet after the pass that filled it, keeps the window of
+    its run: a quiet device never pulls the window back over that pass. The whole run is
+    compared when fio gives no time, or when its figures leave no ramp out (there was none,
+    or a capped job ended within it): all fio moved is in its figures then. `reads_only`: the
+    job only reads, and only the devices' reads place it (a file system's journal writes
+    while fio starts are not its I/O)."""
     stamp = doc.get("timestamp_ms")
     if not isinstance(stamp, int | float) or runtime_s <= 0 or ramp_s <= 0:
         return sampler.times[0], sampler.times[-1]
     end = min(stamp / 1000, sampler.times[-1])
+    moved = sampler.moving(devices, reads=reads_only)
+    if moved is not None:
+        first, last = moved
+        end = min(end, max(first + ramp_s + runtime_s, last))
     return max(end - runtime_s, sampler.times[0]), end
+
+
+def ramp_left_out(
+    options: dict[str, Any], ramp_s: float, fio: FioResult, io_size: int | None
+) -> float:
+    """The ramp fio's figures leave out: none for a buffered writer (its one pass runs
+    without one: job_text) or a capped job that ended within its ramp. fio zeroes its
+    counters when the ramp ends, so a job that counted every byte its cap allowed never got
+    past the ramp, and its runtime is its whole run."""
+    if writes(options) and is_buffered(options):
+        return 0.0
+    if io_size is not None and fio.read_bytes + fio.write_bytes >= io_size * numjobs(options):
+        return 0.0
+    return ramp_s
 
 
 def _path_for_bdi(target: TrialTarget) -> Path | None:
