@@ -254,9 +254,15 @@ def run_disk(env: Environment, work: Workload, plan: Plan, tmp: Path, engine: An
         name = Path(dev).name
         with claims.memory_cgroup(limit) as cgroup:
 
+            def measure() -> float:
+                if cgroup is not None and limit is not None:
+                    # Room for the readahead in flight under the settings now in force.
+                    read_ahead = int(Path("/sys/block", name, "queue/read_ahead_kb").read_text())
+                    claims.set_memory_limit(cgroup, limit + row.in_flight_bytes(read_ahead))
+                return claims.plain_fio(job, plan.fio, row, cgroup, draw.unit)
+
             def run(settings: Settings) -> float:
-                return _with(engine, settings, lambda: claims.plain_fio(
-                    job, plan.fio, row, cgroup, draw.unit))  # fmt: skip
+                return _with(engine, settings, measure)
 
             def defaults() -> float:
                 figure, rate = _device_rate(name, lambda: run({}))
