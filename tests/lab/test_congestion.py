@@ -85,8 +85,21 @@ def test_a_path_starting_on_cubic_gets_it_and_the_list_comes_back(
     assert ns_default(lab.network.sender) == ALGORITHM
     assert ns_default(lab.network.receiver) == ALGORITHM
     assert ALGORITHM in allowed()
+    assert iotuner("lab", "status").returncode == 0
     removed = down_in(state, monkeypatch)
     assert f"net.ipv4.tcp_allowed_congestion_control: {ALGORITHM} taken back" in removed
+    assert allowed() == restricted
+
+
+def test_status_says_when_the_host_took_the_lent_names_back(
+    state: Path, restricted: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    up_in(state, monkeypatch)
+    (PROC / "tcp_allowed_congestion_control").write_text(" ".join(restricted))  # by hand
+    status = iotuner("lab", "status")
+    assert status.returncode == 1
+    assert "the congestion controls it lent are taken back" in status.stdout
+    down_in(state, monkeypatch)
     assert allowed() == restricted
 
 
