@@ -7,7 +7,7 @@ killed run) with nothing journaled: the test's rollback ran only when its first 
 and its journal lived in a tmp directory a later pytest run deletes. Every writeback threshold
 and every network setting of the initial namespace a lab or plan can write is watched (the
 namespaced net.ipv4 ones here are the host's own, as the pytest process sees them); reading
-them is 14 small files, cheap enough after every lab test.
+them is 15 small files, cheap enough after every lab test.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ KEYS = (
     "net.core.rmem_max", "net.core.wmem_max", "net.core.rmem_default", "net.core.wmem_default",
     "net.core.default_qdisc",
     "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_congestion_control",
+    "net.ipv4.tcp_allowed_congestion_control",
 )  # fmt: skip
 
 

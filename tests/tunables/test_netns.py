@@ -140,8 +140,9 @@ def test_tcp_rmem_set_inside_a_namespace_and_restored_leaves_the_host_alone(
     assert host_sysctl(RMEM) == host_before
 
 
+# Serial: it holds the host's allowed list still between reading it and the check, and a
+# network lab on another worker lends its namespaces every available algorithm meanwhile.
 @pytest.mark.lab
-@pytest.mark.lab_parallel  # its own namespace (tests/owned.py); the host's values only read
 def test_congestion_control_inside_a_namespace_is_one_the_host_allows(namespace: str) -> None:
     """The kernel refuses a restricted algorithm inside a namespace (EPERM): validation says
     so first, naming the host's allowed list."""
@@ -166,8 +167,9 @@ def test_a_namespace_that_is_gone_is_a_target_gone() -> None:
         Tunables(Path("/")).read(RMEM, f"netns:{name}")
 
 
+# Serial: it holds the host's allowed list still between reading it and the check, and a
+# network lab on another worker lends its namespaces every available algorithm meanwhile.
 @pytest.mark.lab
-@pytest.mark.lab_parallel  # its own namespace (tests/owned.py); the host's values only read
 def test_a_transfer_tune_searches_inside_the_namespace_what_it_holds(namespace: str) -> None:
     """The dimensions read the namespace's own values: its max as the low end (its min and
     default kept) and, for congestion control, the algorithms the host allows there."""
@@ -217,8 +219,9 @@ def test_the_host_namespace_is_told_from_a_fixture_and_the_live_host() -> None:
     assert SysRoot(Path("/tmp")).in_initial_netns()  # not live: a fixture describes a host
 
 
+# Serial: it holds the host's allowed list still between reading it and the check, and a
+# network lab on another worker lends its namespaces every available algorithm meanwhile.
 @pytest.mark.lab
-@pytest.mark.lab_parallel  # its own namespace (tests/owned.py); the host's values only read
 def test_a_process_inside_a_namespace_sets_only_what_the_namespace_may(namespace: str) -> None:
     """Run inside a namespace, the "host" target is the namespace's: its congestion controls
     are those the host allows there, and the host-wide socket maxima are refused in one line

@@ -9,7 +9,9 @@ This kernel has no netem (no modules can be loaded), so the round trip comes fro
 sender's frames with the spec's loss. The rate is tbf on each end's egress (the reverse one
 carries the ACKs). TCP buffers and congestion control are per namespace (`net.ipv4.tcp_rmem`,
 `tcp_wmem`, `tcp_congestion_control`); `net.core.rmem_max`/`wmem_max` are not (a namespace reads
-the host's and cannot write them), so the lab leaves them alone.
+the host's and cannot write them), so the lab leaves them alone. A namespace may only make an
+algorithm in the host's `tcp_allowed_congestion_control` its default, which a real host's
+initial namespace need not: the lab lends its namespaces the rest for its life (congestion.py).
 
 Everything lives in the three namespaces: deleting them removes the links and qdiscs with
 them. Each namespace and the relay is recorded before it is created; `lab down` kills what
@@ -23,7 +25,7 @@ import os
 import signal
 from pathlib import Path
 
-from tuner.lab import nbd, system
+from tuner.lab import congestion, nbd, system
 from tuner.lab.model import LabNetwork
 from tuner.lab.netspec import HostTcp, NetworkSpec
 from tuner.lab.record import LabRecord, Step
@@ -61,6 +63,9 @@ def relay_queue_bytes(spec: NetworkSpec) -> int:
 def build_network(spec: NetworkSpec, record: LabRecord, workdir: Path) -> LabNetwork:
     """Create the namespaces, links, rates and relay of `spec`, recording each first."""
     names = namespaces(record.lab_id)
+    # Before the namespaces: they are deleted first at `down`, then the names taken back.
+    wanted = [h.tcp_congestion_control for h in (spec.sender, spec.receiver)]
+    congestion.lend(record, [n for n in wanted if n])
     for role, ns in names.items():
         step = record.intend(Step("netns", ns, label=role))
         system.run(["ip", "netns", "add", ns])
@@ -102,17 +107,7 @@ def _end(ns: str, address: str, host: HostTcp, spec: NetworkSpec) -> None:
     if host.tcp_wmem:
         settings["net.ipv4.tcp_wmem"] = " ".join(map(str, host.tcp_wmem))
     if host.tcp_congestion_control:
-        # A namespace may only pick what the host allows (a host-wide list, left alone);
-        # a root process can still choose any available one per socket (iperf3 -C).
-        allowed = system.run(
-            in_ns(ns, ["sysctl", "-n", "net.ipv4.tcp_allowed_congestion_control"])
-        ).split()
-        if host.tcp_congestion_control not in allowed:
-            raise system.LabError(
-                f"tcp_congestion_control {host.tcp_congestion_control!r} is not allowed in a "
-                f"namespace here (net.ipv4.tcp_allowed_congestion_control: {' '.join(allowed)}); "
-                "a trial can still pick it per connection"
-            )
+        # Allowed here: build_network lent every available algorithm to the namespaces.
         settings["net.ipv4.tcp_congestion_control"] = host.tcp_congestion_control
     _sysctls(ns, settings)
 

@@ -32,7 +32,8 @@ class Step:
     `cgroup` (target: a cgroup v2 directory), `btrfs` (detail["devices"]: members to forget),
     `server` (target: the socket of a modelled disk's nbdkit; detail["pid"] once started),
     `fuse` (target: nbdfuse's mountpoint; device: the socket; detail["pid"] once mounted),
-    `dirty` (target: "MAJ:MIN"; detail["found"]: its bdi's dirty settings before; dirty.py).
+    `dirty` (target: "MAJ:MIN"; detail["found"]: its bdi's dirty settings before; dirty.py),
+    `congestion` (target: its claim file; detail["names"]: the algorithms lent; congestion.py).
     """
 
     kind: str

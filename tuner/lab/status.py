@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tuner.codec import DecodeError, decode
-from tuner.lab import dirty, nbd, network, system, throttle
+from tuner.lab import congestion, dirty, nbd, network, system, throttle
 from tuner.lab.model import Lab
 from tuner.lab.record import LabRecord, Step, load_record, record_path
 from tuner.state import state_dir
@@ -104,6 +104,8 @@ def _part(step: Step) -> LabPart | None:
         return LabPart("fuse", step.label, "nbdfuse", step.target, present)
     if step.kind == "dirty":
         return LabPart("dirty", step.label, step.device, step.target, dirty.present(step))
+    if step.kind == congestion.KIND:
+        return LabPart(step.kind, step.label, None, step.target, congestion.present(step))
     if step.kind in network.UNDO:  # a namespace or the delay line
         return LabPart(step.kind, step.label, None, step.target, network.present(step))
     if step.kind == "throttle" and step.device is not None:
@@ -128,6 +130,8 @@ def _problem(part: LabPart) -> str:
         return f"{part.label}: nbdfuse is not serving {part.target}"
     if part.kind == "dirty":
         return f"{part.label}: its dirty limit ({part.target} strict_limit) is gone"
+    if part.kind == congestion.KIND:
+        return f"{part.label}: the congestion controls it lent are taken back ({part.target})"
     if part.kind == "netns":
         return f"{part.label}: namespace {part.target} is gone"
     if part.kind == "relay":

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tuner.errors import BadInput, IotunerError
-from tuner.lab import dirty, nbd, network, system, throttle
+from tuner.lab import congestion, dirty, nbd, network, system, throttle
 from tuner.lab.holders import holders
 from tuner.lab.queue import queue_engine, write_queue
 from tuner.lab.record import LabRecord, Step, load_record, record_path
@@ -187,5 +187,6 @@ _UNDO: dict[str, Callable[[Step], list[str]]] = {
     "server": _undo_server,
     "dir": _undo_dir,
     "dirty": dirty.undo,
+    congestion.KIND: congestion.undo,
     **network.UNDO,
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,6 +112,20 @@ sampled every 20 ms: shorter, the window's edges are off by more than the bytes 
 HEADROOM = 4 << 20
 # A capped random reader's warm-up reads this much past the cache's size, so it ends full.
 WARM_BEYOND = 16 << 20
+# Laying out one small file, at worst: its data (and, amortised, its inode and directory
+# entry) written back as one random write on a 5400 rpm disk, a full-stroke seek (~14 ms) and
+# half a rotation (5.6 ms). The layout runs without fio's fsync after each file
+# (create_fsync=0; the sync before the trial writes them back together): with it, unseen
+# draw 2's 8192 files of 16 KiB on a RAID-5 of 10k rpm disks took 279 s (34 ms a file: a log
+# force and a read-modify-write of a stripe each) and stalled its baseline at 144 s;
+# without it, 31 s (3.8 ms a file).
+LAYOUT_FILE_S = 0.020
+
+
+def layout_seconds(options: Mapping[str, Any]) -> float:
+    """The most laying out a multi-file data set may take beyond a trial's own timeout: each
+    file one random write (LAYOUT_FILE_S) on the slowest disk a trial may meet."""
+    return numjobs(options) * file_count(options) * LAYOUT_FILE_S
 
 
 def run_trial(
@@ -152,10 +166,12 @@ def run_trial(
                           ceiling_s=ceiling_s)  # fmt: skip
     timeout = 3 * (length.ceiling_s + ramp_s) + 120  # end_fsync may flush gigabytes of dirty pages
     if file_count(options) > 1:
-        # fio lays out a multi-file data set by writing it; do that before the caches drop.
-        layout = job_text(options, runtime_s=0, ramp_s=0, create_only=True, **placement)
-        run_fio(layout, timeout_s=timeout, what=target.path, devices=target.devices,
-                may_write=True)  # fmt: skip
+        # fio lays out a multi-file data set by writing it; do that before the caches drop
+        # (pagecache.prepare syncs it). Once a tune: later trials find the files laid out.
+        layout = job_text({**options, "create_fsync": 0}, runtime_s=0, ramp_s=0,
+                          create_only=True, **placement)  # fmt: skip
+        run_fio(layout, timeout_s=timeout + layout_seconds(options), what=target.path,
+                devices=target.devices, may_write=True)  # fmt: skip
     buffered = is_buffered(options)
     limit, cached_share = _cache_share(cache, options, region)
     below = cached_below(target.devices, topology)
