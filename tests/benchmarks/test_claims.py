@@ -20,6 +20,7 @@ from benchmarks.claims import (
     RowResult,
     memory_cgroup,
     oom_kills,
+    plain_fio,
     ramp_s,
     table,
 )
@@ -159,3 +160,19 @@ def test_a_killed_run_leaves_tuneds_settings_journaled_and_rollback_puts_them_ba
         assert done.returncode == 0, done.stderr
         assert thresholds() == before
         assert ra.read_text().strip() == "128"
+
+
+def test_a_job_over_many_files_runs_one_pass_not_time_based(tmp_path: Path) -> None:
+    """fio 3.33 spins with time_based, ramp_time and file_service_type=random together (unseen
+    draw 25's warm run, 235 s past its layout): plain fio over many files stops after one pass
+    or the runtime, as the trials' own jobs do, and still reports what it read."""
+    job_text = (
+        "[small]\nrw=read\nbs=4k\nfilesize=4k\nnrfiles=64\nfile_service_type=random\n"
+        f"openfiles=16\nioengine=psync\ndirect=0\ndirectory={tmp_path}\n"
+    )
+    claim = ClaimRow("small-files", "", job_text, "mnt")
+    assert claim.many_files and not row("hdd-streams-6").many_files
+    job = tmp_path / "small.fio"
+    job.write_text(job_text)
+    figure = plain_fio(job, Plan(runtime_s=2.0, ramp_s=0.5), claim, None, "MB/s")
+    assert figure > 0
