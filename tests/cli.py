@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -25,3 +26,11 @@ def iotuner(
         [*inside, sys.executable, "-m", "tuner.cli", *args],
         capture_output=True, text=True, timeout=timeout, env=env,
     )  # fmt: skip
+
+
+def ctrl_c_reaches() -> None:
+    """preexec_fn for a child a test stops with SIGINT: SIGINT's default disposition, as a
+    user's terminal gives it. A suite started in the background by a non-interactive shell
+    (`scripts/test &`) inherits SIGINT ignored, and so would the child: it then ran on through
+    the test's Ctrl-C (stop 38's suite, two tests timed out that way)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

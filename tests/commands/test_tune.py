@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli import iotuner
+from tests.cli import ctrl_c_reaches, iotuner
 from tests.loopdev import loop_device
 
 QUEUE = ("read_ahead_kb", "nr_requests", "max_sectors_kb", "scheduler")
@@ -136,7 +136,7 @@ def test_a_bare_tune_says_first_what_it_tunes_and_how_to_name_a_target(
     env = dict(os.environ, IOTUNER_STATE_DIR=str(state))
     command = [sys.executable, "-m", "tuner.cli", "tune", *args]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=env)  # fmt: skip
+                             env=env, preexec_fn=ctrl_c_reaches)  # fmt: skip
     try:
         assert child.stdout is not None
         first = child.stdout.readline()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli import iotuner
+from tests.cli import ctrl_c_reaches, iotuner
 from tests.loopdev import loop_device
 from tuner.capture.fingerprint import load
 
@@ -123,6 +123,7 @@ def test_a_stopped_capture_removes_its_instance(signo: int) -> None:
         child = subprocess.Popen(
             [sys.executable, "-m", "tuner.cli", "capture", "--device", name, "--seconds", "60"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            preexec_fn=ctrl_c_reaches,
         )  # fmt: skip
         instance = Path(f"/sys/kernel/tracing/instances/iotuner-{child.pid}")
         deadline = time.monotonic() + 20
