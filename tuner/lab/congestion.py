@@ -74,10 +74,11 @@ def _live(claim: dict[str, object]) -> bool:
         return False
 
 
-def _held_by_others(own: str) -> set[str]:
-    """The names live claims other than lab `own`'s hold; stale claims are deleted, and their
-    names count as held by nobody."""
+def _sort_claims(own: str) -> tuple[set[str], set[str]]:
+    """The names live claims other than lab `own`'s hold, and the names stale claims lent;
+    stale claims (their lab's record gone, or unreadable) are deleted."""
     held: set[str] = set()
+    stale: set[str] = set()
     for path in sorted(CLAIMS.glob("*.json")):
         if path.stem == own:
             continue
@@ -85,22 +86,14 @@ def _held_by_others(own: str) -> set[str]:
             claim = json.loads(path.read_text())
         except (OSError, ValueError):
             claim = {}
+        names = claim.get("names", []) if isinstance(claim, dict) else []
         if isinstance(claim, dict) and _live(claim):
-            held.update(str(n) for n in claim.get("names", []))
+            held.update(str(n) for n in names)
         else:
+            with contextlib.suppress(TypeError):
+                stale.update(str(n) for n in names)
             path.unlink(missing_ok=True)
-    return held
-
-
-def _stale_names() -> set[str]:
-    """Names lent by claims whose lab is gone (read before _held_by_others deletes them)."""
-    names: set[str] = set()
-    for path in CLAIMS.glob("*.json"):
-        with contextlib.suppress(OSError, ValueError, AttributeError, TypeError):
-            claim = json.loads(path.read_text())
-            if not _live(claim):
-                names.update(str(n) for n in claim.get("names", []))
-    return names
+    return held, stale
 
 
 def lend(record: LabRecord, wanted: list[str]) -> list[str]:
@@ -114,8 +107,7 @@ def lend(record: LabRecord, wanted: list[str]) -> list[str]:
             f"(net.ipv4.{AVAILABLE}: {' '.join(available)})"
         )
     with _claims_lock():
-        stale = _stale_names()
-        others = _held_by_others(record.lab_id)
+        others, stale = _sort_claims(record.lab_id)
         allowed = _names(ALLOWED)
         # A name allowed now that only a gone lab lent is no longer the host's: take it back.
         allowed = [n for n in allowed if n not in stale - others]
@@ -139,8 +131,7 @@ def undo(step: Step) -> list[str]:
     lab_id = Path(step.target).stem
     names = [str(n) for n in step.detail.get("names", [])]
     with _claims_lock():
-        stale = _stale_names()
-        others = _held_by_others(lab_id)
+        others, stale = _sort_claims(lab_id)
         drop = (set(names) | stale) - others
         allowed = _names(ALLOWED)
         if any(n in drop for n in allowed):

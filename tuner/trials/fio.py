@@ -158,6 +158,14 @@ def largest_size(text: Any) -> int:
     return max(fio_size(part) for part in parts)
 
 
+def one_pass(options: Mapping[str, Any]) -> bool:
+    """Whether a trial of `options` runs one pass without a ramp: a buffered writer. One that
+    starts over rewrites pages still dirty in memory, which fio counts and the device never
+    sees, and what a ramp wrote is flushed inside the window uncounted; in one pass the flush
+    (end_fsync) is paid for what was counted."""
+    return writes(options) and is_buffered(options)
+
+
 def job_text(
     options: Mapping[str, Any],
     *,
@@ -204,16 +212,13 @@ def job_text(
     if create_only:
         ours["create_only"] = 1
     else:
-        # A buffered writer that starts over rewrites pages still dirty in memory, which fio
-        # counts and the device never sees, and what a ramp wrote is flushed inside the window
-        # uncounted: one pass and no ramp, so the flush (end_fsync) is paid for what was counted.
-        one_pass = writes(options) and is_buffered(options)
-        ramp_ms = 0 if one_pass else round(ramp_s * 1000)
+        single = one_pass(options)
+        ramp_ms = 0 if single else round(ramp_s * 1000)
         ours.update(runtime=f"{round(runtime_s * 1000)}ms", ramp_time=f"{ramp_ms}ms")
         # time_based keeps a job running for the whole runtime, starting over at the end of
         # its region. Not over many files: fio 3.33 hangs with time_based, ramp_time and
         # file_service_type=random together; there a job stops after one pass or the runtime.
-        ours["time_based"] = 1 if filename is not None and not one_pass else 0
+        ours["time_based"] = 1 if filename is not None and not single else 0
         if io_size is not None:
             # time_based would start over past io_size until the runtime is up (fio 3.33).
             ours.update(io_size=io_size, time_based=0)

@@ -33,6 +33,7 @@ from tuner.trials.fio import (
     job_text,
     largest_size,
     numjobs,
+    one_pass,
     parse_result,
     reads,
     run_fio,
@@ -599,11 +600,11 @@ def measured_window(
 def ramp_left_out(
     options: dict[str, Any], ramp_s: float, fio: FioResult, io_size: int | None
 ) -> float:
-    """The ramp fio's figures leave out: none for a buffered writer (its one pass runs
-    without one: job_text) or a capped job that ended within its ramp. fio zeroes its
-    counters when the ramp ends, so a job that counted every byte its cap allowed never got
-    past the ramp, and its runtime is its whole run."""
-    if writes(options) and is_buffered(options):
+    """The ramp fio's figures leave out: none for a job that runs one pass without one
+    (fio.one_pass) or a capped job that ended within its ramp. fio zeroes its counters when
+    the ramp ends, so a job that counted every byte its cap allowed never got past the ramp,
+    and its runtime is its whole run."""
+    if one_pass(options):
         return 0.0
     if io_size is not None and fio.read_bytes + fio.write_bytes >= io_size * numjobs(options):
         return 0.0

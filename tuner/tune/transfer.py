@@ -297,6 +297,12 @@ def congestion_now(tunables: Tunables, target: str) -> str:
         return ""
 
 
+def control_of(settings: Mapping[Any, Any], sender: str, now: str) -> str:
+    """The congestion control `sender` runs under `settings`: theirs, or `now` (the one in
+    force) when they name none."""
+    return str(settings.get((CONGESTION, sender), "")) or now
+
+
 def buffer_max(tunables: Tunables, key: str, target: str | None) -> int:
     """A tcp_rmem/tcp_wmem max as it is at `target` (0: unreadable, or None: a named peer's)."""
     try:
@@ -349,13 +355,11 @@ def search_transfer(
     now = congestion_now(engine.tunables, ends.sender)  # the baseline's, before any trial
 
     def controls(points: Sequence[Point]) -> set[str]:
-        return {str(space.host_settings(p).get((CONGESTION, ends.sender), "")) or now
-                for p in points}  # fmt: skip
+        return {control_of(space.host_settings(p), ends.sender, now) for p in points}
 
     def trial(point: Point) -> PointTrial:
         settings = space.host_settings(point)
-        algorithm = str(settings.get((CONGESTION, ends.sender), "")) or congestion_now(
-            engine.tunables, ends.sender)  # fmt: skip
+        algorithm = control_of(settings, ends.sender, now)
         ramp = search.ramps.get(algorithm, options.omit)
         # Screen short, decide long: only confirmation's trials, the claim, measure a control
         # with a timed probe (BBR's PROBE_RTT) over whole periods of it, only where the
@@ -439,8 +443,7 @@ def decided_seconds(
     """The measured seconds confirmation gave the congestion control `settings` run (the
     sender's now, when they name none): what the parts measured at a recommendation take, so
     they measure it as its claim was measured."""
-    algorithm = str(settings.get((CONGESTION, ends.sender), "")) or congestion_now(
-        tunables, ends.sender)  # fmt: skip
+    algorithm = control_of(settings, ends.sender, congestion_now(tunables, ends.sender))
     return search.measures.get(algorithm, search.seconds)
 
 
